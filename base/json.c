@@ -1,0 +1,120 @@
+/* json — bounded parsing and path lookups over json-c; see json.h. */
+#include "json.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_object **out,
+                          char *errmsg)
+{
+    *out = NULL;
+    if (max_bytes && len > max_bytes)
+        return fg_errmsg(errmsg, FG_E_TOO_BIG, "JSON document of %zu bytes exceeds the %zu-byte limit",
+                         len, max_bytes);
+    if (len > (size_t)INT32_MAX)
+        return fg_errmsg(errmsg, FG_E_TOO_BIG, "JSON document of %zu bytes is too large", len);
+    json_tokener *tok = json_tokener_new_ex(FG_JSON_MAX_DEPTH);
+    if (!tok)
+        return fg_errmsg(errmsg, FG_E_NOMEM, "cannot allocate JSON tokener");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *obj = json_tokener_parse_ex(tok, data, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    enum fg_err err = FG_OK;
+    if (jerr == json_tokener_continue) {
+        err = fg_errmsg(errmsg, FG_E_PARSE, "truncated JSON: input ended after %zu bytes", len);
+    } else if (jerr != json_tokener_success) {
+        err = fg_errmsg(errmsg, FG_E_PARSE, "invalid JSON at byte %zu: %s", used,
+                        json_tokener_error_desc(jerr));
+    } else {
+        while (used < len && strchr(" \t\r\n", data[used]))
+            used++;
+        if (used != len)
+            err = fg_errmsg(errmsg, FG_E_PARSE, "invalid JSON: trailing data at byte %zu", used);
+    }
+    json_tokener_free(tok);
+    if (err) {
+        json_object_put(obj);
+        return err;
+    }
+    *out = obj;
+    return FG_OK;
+}
+
+static json_object *walk(json_object *o, va_list ap)
+{
+    const char *key;
+    while (o && (key = va_arg(ap, const char *)) != NULL) {
+        json_object *next = NULL;
+        if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &next))
+            return NULL;
+        o = next;
+    }
+    return o;
+}
+
+json_object *fg_json_get(json_object *o, ...)
+{
+    va_list ap;
+    va_start(ap, o);
+    json_object *r = walk(o, ap);
+    va_end(ap);
+    return r;
+}
+
+const char *fg_json_get_str(json_object *o, ...)
+{
+    va_list ap;
+    va_start(ap, o);
+    json_object *r = walk(o, ap);
+    va_end(ap);
+    return json_object_is_type(r, json_type_string) ? json_object_get_string(r) : NULL;
+}
+
+bool fg_json_get_int64(json_object *o, int64_t *out, ...)
+{
+    va_list ap;
+    va_start(ap, out);
+    json_object *r = walk(o, ap);
+    va_end(ap);
+    if (json_object_is_type(r, json_type_int)) {
+        *out = json_object_get_int64(r);
+        return true;
+    }
+    if (json_object_is_type(r, json_type_double)) {
+        double d = json_object_get_double(r);
+        if (d >= -9.2e18 && d <= 9.2e18 && d == (double)(int64_t)d) {
+            *out = (int64_t)d;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *fg_json_text(json_object *o, size_t *len)
+{
+    size_t l = 0;
+    const char *s = json_object_to_json_string_length(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &l);
+    if (len)
+        *len = l;
+    return s;
+}
+
+json_object *fg_json_ensure_obj(json_object *o, const char *key)
+{
+    json_object *child = NULL;
+    if (json_object_object_get_ex(o, key, &child) && json_object_is_type(child, json_type_object))
+        return child;
+    child = json_object_new_object();
+    json_object_object_add(o, key, child);
+    return child;
+}
+
+void fg_json_set_str(json_object *o, const char *key, const char *value)
+{
+    if (value)
+        json_object_object_add(o, key, json_object_new_string(value));
+    else
+        json_object_object_del(o, key);
+}

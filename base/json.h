@@ -1,0 +1,42 @@
+/*
+ * json — the few json-c helpers every module wants.
+ *
+ * Parsing is bounded: a size limit and a nesting limit, trailing garbage rejected, and a message that
+ * says where the input broke. Lookups walk a NULL-terminated list of keys, so keys that contain dots
+ * ("fracgpu.io/policy") need no escaping; they borrow, never allocate, and return NULL/false when any
+ * step is missing or of the wrong type. A json-c object is never shared between threads: hand
+ * another thread serialized text or a deep copy.
+ */
+#ifndef FG_BASE_JSON_H
+#define FG_BASE_JSON_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define FG_JSON_MAX_DEPTH 64
+
+/* Parses exactly one JSON value from data[0..len). FG_E_TOO_BIG when len > max_bytes (0 = no limit),
+ * FG_E_PARSE with the reason and byte offset in errmsg otherwise. *out is owned by the caller. */
+enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_object **out,
+                          char *errmsg) FG_MUST_USE;
+
+/* Borrowed lookup: fg_json_get(pod, "metadata", "annotations", "fracgpu.io/policy", NULL). */
+json_object *fg_json_get(json_object *o, ...) __attribute__((sentinel));
+/* String at the path, or NULL when absent or not a string. */
+const char *fg_json_get_str(json_object *o, ...) __attribute__((sentinel));
+/* Integer at the path: true and *out set when present and an integer (or integral double). */
+bool fg_json_get_int64(json_object *o, int64_t *out, ...) __attribute__((sentinel));
+
+/* Compact text of o, borrowed from o until o changes or is freed. */
+const char *fg_json_text(json_object *o, size_t *len);
+
+/* Child object `key` of o, created (as {}) when absent or not an object. Borrowed. */
+json_object *fg_json_ensure_obj(json_object *o, const char *key);
+/* Sets o[key] to a new string (or removes the key when value is NULL). */
+void fg_json_set_str(json_object *o, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,7 @@
+/* commands — entry points of the fracgpu subcommands (see operator/main.c). */
+#ifndef FG_OPERATOR_COMMANDS_H
+#define FG_OPERATOR_COMMANDS_H
+
+int fg_cmd_version(int argc, char **argv);
+
+#endif

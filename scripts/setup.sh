@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages fracgpu builds, tests and benchmarks with, when any is missing.
+# Idempotent and quiet when everything is already there; needs root (or sudo) only to install.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcurl4-openssl-dev   # kube client: HTTP/1.1 + TLS through OpenSSL
+  libjson-c-dev          # JSON objects
+  libyaml-dev            # kubeconfig and manifests
+  libssl-dev             # TLS, certificates
+  libevent-dev           # event loop, HTTP server, OpenSSL bufferevents
+  libcmocka-dev          # unit tests
+  openssl                # certificate tooling used by e2e tests
+  prometheus             # promtool and a real Prometheus for e2e
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
