@@ -17,6 +17,8 @@ enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_o
     if (!tok)
         return fg_errmsg(errmsg, FG_E_NOMEM, "cannot allocate JSON tokener");
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    while (len > 0 && strchr(" \t\r\n", data[len - 1]))
+        len--; /* strict mode refuses trailing whitespace; a newline after a document is normal */
     json_object *obj = json_tokener_parse_ex(tok, data, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t used = json_tokener_get_parse_end(tok);
@@ -26,11 +28,8 @@ enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_o
     } else if (jerr != json_tokener_success) {
         err = fg_errmsg(errmsg, FG_E_PARSE, "invalid JSON at byte %zu: %s", used,
                         json_tokener_error_desc(jerr));
-    } else {
-        while (used < len && strchr(" \t\r\n", data[used]))
-            used++;
-        if (used != len)
-            err = fg_errmsg(errmsg, FG_E_PARSE, "invalid JSON: trailing data at byte %zu", used);
+    } else if (used != len) {
+        err = fg_errmsg(errmsg, FG_E_PARSE, "invalid JSON: trailing data at byte %zu", used);
     }
     json_tokener_free(tok);
     if (err) {
