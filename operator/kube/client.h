@@ -12,6 +12,9 @@
  * Paths come from fg_kube_path (resource.h). Objects are sent and received as json-c objects that
  * belong to the caller. The asynchronous side (watches, lists on the loop thread) is in loop.h and
  * builds its handles with fg_kube_client_prepare_easy, so both sides authenticate identically.
+ *
+ * The first fg_kube_client_new sets SIGPIPE to ignored when it is still at its default (a closed
+ * TLS connection would otherwise kill the process); a handler the program installed is kept.
  */
 #ifndef FG_KUBE_CLIENT_H
 #define FG_KUBE_CLIENT_H

@@ -10,8 +10,10 @@
  * the transfer starts later on a timer.
  *
  * Lifecycle: new → start (spawns the thread) → stop (cancels every call: their callbacks are not
- * invoked after stop returns) → free. A call handle is valid until its final callback (on_done /
- * on_end) has run or until fg_kube_call_cancel; cancel suppresses every later callback.
+ * invoked after stop returns, and every call handle is freed, so none may be cancelled afterwards) →
+ * free. A call handle is valid until its final callback (on_done / on_end) has run or until
+ * fg_kube_call_cancel; cancel suppresses every later callback. Starting or cancelling a call from
+ * another thread while the loop runs is a bug the loop stops the process for.
  */
 #ifndef FG_KUBE_LOOP_H
 #define FG_KUBE_LOOP_H
@@ -40,7 +42,9 @@ struct event_base *fg_kube_loop_base(struct fg_kube_loop *loop);
 struct fg_kube_client *fg_kube_loop_client(struct fg_kube_loop *loop);
 bool fg_kube_loop_on_loop_thread(const struct fg_kube_loop *loop);
 
-/* Runs fn(ud) on the loop thread soon; callable from any thread (also the loop's). */
+/* Runs fn(ud) on the loop thread soon, in call order; callable from any thread (also the loop's).
+ * Work still queued when the loop stops is dropped without running, so ud must not depend on it
+ * to be freed. */
 void fg_kube_loop_call(struct fg_kube_loop *loop, void (*fn)(void *ud), void *ud);
 
 /* A one-shot request. `done` gets the body (borrowed) and the decoded status (err != FG_OK on
@@ -63,7 +67,10 @@ struct fg_kube_call *fg_kube_loop_list(struct fg_kube_loop *loop, const struct f
  * timeoutSeconds, selectors). Each event goes to on_event (see watch.h; returning false ends the
  * stream); on_end runs once when the stream ends for any reason: FG_OK for a clean close by the
  * server, the HTTP error (st filled) for a refused watch, FG_E_PARSE / FG_E_TOO_BIG for a bad line,
- * FG_E_CLOSED / FG_E_CONNECT / FG_E_TIMEOUT for transport failures. */
+ * FG_E_CLOSED / FG_E_CONNECT / FG_E_TIMEOUT / FG_E_TLS for transport failures. FG_E_CLOSED is also
+ * the end of a stream cut in the middle of a line ("truncated" in errmsg) and of one whose on_event
+ * returned false. Watches take a rate-limit token like every request but have no overall timeout
+ * (put timeoutSeconds in the path). */
 typedef void fg_kube_watch_end_fn(void *ud, enum fg_err err, const struct fg_kube_status *st, const char *errmsg);
 struct fg_kube_call *fg_kube_loop_watch(struct fg_kube_loop *loop, const char *path, size_t max_line,
                                         fg_watch_event_fn *on_event, fg_kube_watch_end_fn *on_end, void *ud);

@@ -34,6 +34,7 @@ struct fg_watch_decoder {
     fg_watch_event_fn *on_event;
     void *ud;
     bool failed;
+    enum fg_err error;   /* the error that stopped the decoder, once failed */
     unsigned long long events;
 };
 
