@@ -1,0 +1,165 @@
+/* Tests for the informer: handlers, has_synced, periodic resync, stop, and readers on other threads. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "operator/cache/fake_listwatch.h"
+#include "operator/cache/fake_pods.h"
+#include "operator/cache/informer.h"
+
+struct counts {
+    unsigned adds, updates, deletes, resyncs;
+};
+
+static void c_add(void *ud, struct fg_kobj *obj)
+{
+    (void)obj;
+    ((struct counts *)ud)->adds++;
+}
+
+static void c_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    struct counts *c = ud;
+    if (old == obj)
+        c->resyncs++;
+    else
+        c->updates++;
+}
+
+static void c_delete(void *ud, struct fg_kobj *obj)
+{
+    (void)obj;
+    ((struct counts *)ud)->deletes++;
+}
+
+static const struct fg_resource_handler counting = { c_add, c_update, c_delete };
+
+static void apply_pod(struct fg_fake_listwatch *fake, enum fg_watch_type type, unsigned i, const char *node)
+{
+    json_object *pod = fg_fake_pod_new("ml", "llm", i, node);
+    assert_true(fg_fake_listwatch_apply(fake, type, pod) > 0);
+    json_object_put(pod);
+}
+
+static void test_handlers_and_resync(void **state)
+{
+    (void)state;
+    fg_clock_fake_set(1000 * FG_NS_PER_S);
+    struct fg_fake_listwatch *fake = fg_fake_listwatch_new("Pod");
+    for (unsigned i = 0; i < 5; i++)
+        apply_pod(fake, FG_WATCH_ADDED, i, "n1");
+    struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
+    opts.reflector.transform = fg_transform_pod;
+    opts.resync_ns = 60 * FG_NS_PER_S;
+    struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
+    struct counts a = { 0 }, b = { 0 };
+    assert_int_equal(fg_informer_add_handler(inf, &counting, &a), FG_OK);
+    assert_int_equal(fg_informer_add_handler(inf, &(struct fg_resource_handler){ .on_add = c_add }, &b), FG_OK);
+    assert_int_equal(fg_store_add_indexer(fg_informer_store(inf), "node", fg_index_by_node_name, NULL), FG_OK);
+    assert_false(fg_informer_has_synced(inf));
+    assert_int_equal(fg_informer_start(inf), FG_OK);
+    assert_int_equal(fg_informer_start(inf), FG_E_BUSY);
+    assert_int_equal(fg_informer_add_handler(inf, &counting, &b), FG_E_BUSY);
+    fg_fake_listwatch_run(fake);
+    assert_true(fg_informer_has_synced(inf));
+    assert_int_equal(a.adds, 5);
+    assert_int_equal(b.adds, 5);
+
+    apply_pod(fake, FG_WATCH_MODIFIED, 1, "n2");
+    apply_pod(fake, FG_WATCH_DELETED, 2, "n1");
+    assert_int_equal(a.updates, 1);
+    assert_int_equal(a.deletes, 1);
+    struct fg_kobj_list l;
+    assert_int_equal(fg_store_by_index(fg_informer_store(inf), "node", "n1", &l), FG_OK);
+    assert_int_equal(l.n, 3);
+    fg_kobj_list_cleanup(&l);
+
+    /* Nothing before the period; then every cached object once, as an update with old == new. */
+    fg_clock_fake_advance(59 * FG_NS_PER_S);
+    fg_fake_listwatch_run(fake);
+    assert_int_equal(a.resyncs, 0);
+    fg_clock_fake_advance(1 * FG_NS_PER_S);
+    fg_fake_listwatch_run(fake);
+    assert_int_equal(a.resyncs, 4);
+    fg_clock_fake_advance(60 * FG_NS_PER_S);
+    fg_fake_listwatch_run(fake);
+    assert_int_equal(a.resyncs, 8);
+    assert_int_equal(a.updates, 1);
+
+    /* After stop, nothing more reaches the handlers. */
+    fg_informer_stop(inf);
+    fg_clock_fake_advance(600 * FG_NS_PER_S);
+    fg_fake_listwatch_run(fake);
+    assert_int_equal(a.resyncs, 8);
+    fg_informer_free(inf);
+    fg_clock_fake_clear();
+}
+
+struct reader {
+    struct fg_store *store;
+    atomic_bool stop;
+    unsigned long reads;
+    bool bad;
+};
+
+static void *read_loop(void *arg)
+{
+    struct reader *rd = arg;
+    char key[32];
+    for (unsigned i = 0; !atomic_load(&rd->stop); i++) {
+        snprintf(key, sizeof(key), "ml/llm-%u", i % 20);
+        struct fg_kobj *k = fg_store_get(rd->store, key);
+        if (!k)
+            continue;
+        json_object *o = NULL;
+        if (fg_kobj_parse(k, &o, NULL) != FG_OK || !fg_str_eq(fg_json_get_str(o, "metadata", "name", NULL), fg_kobj_name(k)))
+            rd->bad = true;
+        json_object_put(o);
+        fg_kobj_unref(k);
+        rd->reads++;
+    }
+    return NULL;
+}
+
+static void test_readers_on_other_threads(void **state)
+{
+    (void)state;
+    struct fg_fake_listwatch *fake = fg_fake_listwatch_new("Pod");
+    struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
+    opts.reflector.transform = fg_transform_pod;
+    struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
+    assert_int_equal(fg_informer_start(inf), FG_OK);
+    fg_fake_listwatch_run(fake);
+    struct reader rd = { .store = fg_informer_store(inf) };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, read_loop, &rd), 0);
+    for (unsigned i = 0; i < 1000; i++)
+        apply_pod(fake, i % 7 == 6 ? FG_WATCH_DELETED : FG_WATCH_MODIFIED, i % 20, i % 2 ? "n1" : "n2");
+    atomic_store(&rd.stop, true);
+    pthread_join(t, NULL);
+    assert_false(rd.bad);
+    fg_informer_free(inf);
+}
+
+int main(void)
+{
+    fg_log_set_level(FG_LOG_OFF);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_handlers_and_resync),
+        cmocka_unit_test(test_readers_on_other_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

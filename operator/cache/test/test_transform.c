@@ -1,0 +1,195 @@
+/* Tests for transform: stripping, field keeping, the pod transform, and rejection by a transform. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "operator/cache/fake_listwatch.h"
+#include "operator/cache/fake_pods.h"
+#include "operator/cache/informer.h"
+#include "operator/cache/transform.h"
+
+#define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
+
+static void test_fake_pod_is_realistic(void **state)
+{
+    (void)state;
+    json_object *pod = fg_fake_pod_new("ml", "llm", 3, "node-3");
+    assert_non_null(pod);
+    size_t len = 0;
+    fg_json_text(pod, &len);
+    assert_true(len >= 4096);
+    assert_non_null(fg_json_get(pod, "metadata", "managedFields", NULL));
+    assert_string_equal(fg_json_get_str(pod, "metadata", "name", NULL), "llm-3");
+    assert_string_equal(fg_json_get_str(pod, "spec", "nodeName", NULL), "node-3");
+    json_object_put(pod);
+    pod = fg_fake_pod_new("ml", "llm", 4, NULL);
+    assert_null(fg_json_get(pod, "spec", "nodeName", NULL));
+    json_object_put(pod);
+}
+
+static void test_strip(void **state)
+{
+    (void)state;
+    json_object *pod = fg_fake_pod_new("ml", "llm", 1, "node-1");
+    json_object *out = fg_transform_strip(NULL, pod);
+    assert_ptr_equal(out, pod);
+    assert_null(fg_json_get(out, "metadata", "managedFields", NULL));
+    assert_null(fg_json_get(out, "metadata", "annotations", LAST_APPLIED, NULL));
+    /* Everything else stays. */
+    assert_string_equal(fg_json_get_str(out, "metadata", "annotations", "fracgpu.io/policy", NULL), "near-real-time");
+    assert_string_equal(fg_json_get_str(out, "metadata", "labels", "app", NULL), "llm-serving");
+    assert_int_equal(json_object_array_length(fg_json_get(out, "spec", "containers", NULL)), 2);
+    assert_non_null(fg_json_get(out, "status", "containerStatuses", NULL));
+    json_object_put(out);
+    json_object_put(pod);
+
+    /* Objects without metadata, and non-objects, pass unchanged. */
+    json_object *arr = json_object_new_array();
+    out = fg_transform_strip(NULL, arr);
+    assert_ptr_equal(out, arr);
+    json_object_put(out);
+    json_object_put(arr);
+}
+
+static void test_keep_paths(void **state)
+{
+    (void)state;
+    json_object *o = json_tokener_parse(
+        "{\"a\":{\"b\":1,\"c\":2,\"d\":{\"e\":3}},\"list\":[{\"n\":\"x\",\"r\":{\"cpu\":1},\"junk\":1},"
+        "{\"n\":\"y\",\"junk\":2},7],\"top\":\"t\",\"drop\":true,\"whole\":[1,2]}");
+    static const char *const paths[] = { "a.b", "a.d.e", "list[].n", "list[].r", "top", "whole", "missing.x",
+                                         "a.b.c", "top[]", "", NULL };
+    json_object *k = fg_transform_keep(o, paths);
+    assert_non_null(k);
+    assert_string_equal(fg_json_text(k, NULL),
+                        "{\"a\":{\"b\":1,\"d\":{\"e\":3}},\"list\":[{\"n\":\"x\",\"r\":{\"cpu\":1}},{\"n\":\"y\"},null],"
+                        "\"top\":\"t\",\"whole\":[1,2]}");
+    /* The input is untouched. */
+    assert_non_null(fg_json_get(o, "drop", NULL));
+    assert_non_null(fg_json_get(o, "a", "c", NULL));
+    json_object_put(k);
+
+    /* A path that keeps a whole sub-tree, then a path inside it, keeps the whole sub-tree. */
+    static const char *const nested[] = { "a", "a.b", NULL };
+    k = fg_transform_keep(o, nested);
+    assert_non_null(fg_json_get(k, "a", "c", NULL));
+    assert_non_null(fg_json_get(o, "a", "c", NULL));
+    json_object_put(k);
+
+    json_object *s = json_object_new_string("x");
+    assert_null(fg_transform_keep(s, paths));
+    json_object_put(s);
+    json_object_put(o);
+}
+
+static void test_pod_transform(void **state)
+{
+    (void)state;
+    json_object *pod = fg_fake_pod_new("ml", "llm", 2, "node-2");
+    size_t before = 0;
+    fg_json_text(pod, &before);
+    json_object *t = fg_transform_pod(NULL, pod);
+    assert_non_null(t);
+    size_t after = 0;
+    fg_json_text(t, &after);
+    assert_true(after * 2 < before);
+
+    assert_null(fg_json_get(t, "metadata", "managedFields", NULL));
+    assert_null(fg_json_get(t, "metadata", "annotations", LAST_APPLIED, NULL));
+    assert_null(fg_json_get(t, "metadata", "creationTimestamp", NULL));
+    assert_null(fg_json_get(t, "spec", "volumes", NULL));
+    assert_null(fg_json_get(t, "status", "containerStatuses", NULL));
+    assert_string_equal(fg_json_get_str(t, "metadata", "name", NULL), "llm-2");
+    assert_string_equal(fg_json_get_str(t, "metadata", "namespace", NULL), "ml");
+    assert_non_null(fg_json_get_str(t, "metadata", "uid", NULL));
+    assert_string_equal(fg_json_get_str(t, "metadata", "resourceVersion", NULL), "1");
+    assert_string_equal(fg_json_get_str(t, "metadata", "annotations", "fracgpu.io/policy", NULL), "near-real-time");
+    assert_int_equal(json_object_array_length(fg_json_get(t, "metadata", "ownerReferences", NULL)), 1);
+    assert_string_equal(fg_json_get_str(t, "spec", "nodeName", NULL), "node-2");
+    assert_string_equal(fg_json_get_str(t, "spec", "schedulerName", NULL), "fracgpu");
+    assert_non_null(fg_json_get(t, "spec", "affinity", "nodeAffinity", NULL));
+    assert_int_equal(json_object_array_length(fg_json_get(t, "spec", "tolerations", NULL)), 3);
+    json_object *c0 = json_object_array_get_idx(fg_json_get(t, "spec", "containers", NULL), 0);
+    assert_string_equal(fg_json_get_str(c0, "name", NULL), "server");
+    assert_string_equal(fg_json_get_str(c0, "resources", "limits", "nvidia.com/gpu", NULL), "1");
+    assert_null(fg_json_get(c0, "env", NULL));
+    assert_null(fg_json_get(c0, "image", NULL));
+    json_object *i0 = json_object_array_get_idx(fg_json_get(t, "spec", "initContainers", NULL), 0);
+    assert_string_equal(fg_json_get_str(i0, "resources", "requests", "cpu", NULL), "100m");
+    assert_string_equal(fg_json_get_str(t, "status", "phase", NULL), "Running");
+    assert_int_equal(json_object_array_length(fg_json_get(t, "status", "conditions", NULL)), 4);
+    json_object_put(t);
+    json_object_put(pod);
+}
+
+/* A transform that rejects every pod whose name ends in an odd digit. */
+static json_object *reject_odd(void *ud, json_object *obj)
+{
+    unsigned *calls = ud;
+    (*calls)++;
+    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
+    if (name[strlen(name) - 1] % 2)
+        return NULL;
+    return fg_transform_pod(NULL, obj);
+}
+
+static void test_rejecting_transform(void **state)
+{
+    (void)state;
+    fg_clock_fake_set(1000 * FG_NS_PER_S);
+    struct fg_fake_listwatch *fake = fg_fake_listwatch_new("Pod");
+    for (unsigned i = 0; i < 4; i++) {
+        json_object *pod = fg_fake_pod_new("ml", "p", i, "n");
+        assert_true(fg_fake_listwatch_apply(fake, FG_WATCH_ADDED, pod) > 0);
+        json_object_put(pod);
+    }
+    unsigned calls = 0;
+    struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
+    opts.reflector.transform = reject_odd;
+    opts.reflector.transform_ud = &calls;
+    struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
+    assert_int_equal(fg_informer_start(inf), FG_OK);
+    fg_fake_listwatch_run(fake);
+    assert_true(fg_informer_has_synced(inf));
+    assert_int_equal(calls, 4);
+    struct fg_store *store = fg_informer_store(inf);
+    assert_int_equal(fg_store_len(store), 2);
+    struct fg_kobj *k = fg_store_get(store, "ml/p-2");
+    assert_non_null(k);
+    assert_null(strstr(fg_kobj_text(k, NULL), "managedFields"));
+    fg_kobj_unref(k);
+    assert_int_equal(fg_reflector_stats(fg_informer_reflector(inf))->bad_objects, 2);
+
+    /* A watch event the transform rejects is skipped too, and the stream goes on. */
+    json_object *pod = fg_fake_pod_new("ml", "p", 5, "n");
+    fg_fake_listwatch_apply(fake, FG_WATCH_ADDED, pod);
+    json_object_put(pod);
+    pod = fg_fake_pod_new("ml", "p", 6, "n");
+    fg_fake_listwatch_apply(fake, FG_WATCH_ADDED, pod);
+    json_object_put(pod);
+    assert_true(fg_fake_listwatch_stats(fake)->watching);
+    assert_int_equal(fg_store_len(store), 3);
+    fg_informer_free(inf);
+    fg_clock_fake_clear();
+}
+
+int main(void)
+{
+    fg_log_set_level(FG_LOG_OFF);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fake_pod_is_realistic),
+        cmocka_unit_test(test_strip),
+        cmocka_unit_test(test_keep_paths),
+        cmocka_unit_test(test_pod_transform),
+        cmocka_unit_test(test_rejecting_transform),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
