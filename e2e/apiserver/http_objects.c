@@ -1,0 +1,162 @@
+/*
+ * http_objects — single-object requests: GET, PUT, PATCH and DELETE on .../PLURAL/NAME, GET, PUT and
+ * PATCH on .../NAME/status, POST on .../pods/NAME/binding and .../eviction, and POST on a collection. The HTTP layer
+ * only decodes (body, patch media type) and encodes; the semantics live in the store_*.c files.
+ * GET replies straight from the stored text, without serializing again.
+ */
+#include "e2e/apiserver/server.h"
+
+#include <event2/buffer.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/json.h"
+#include "base/mem.h"
+#include "e2e/apiserver/status.h"
+
+/* The patch kind named by a Content-Type, ignoring parameters; false when unsupported. */
+static bool patch_kind(const char *content_type, enum fg__patch_kind *out)
+{
+    static const struct { const char *type; enum fg__patch_kind kind; } kinds[] = {
+        { "application/merge-patch+json", FG__PATCH_MERGE },
+        { "application/json-patch+json", FG__PATCH_JSON },
+        { "application/strategic-merge-patch+json", FG__PATCH_STRATEGIC },
+    };
+    if (!content_type)
+        return false;
+    size_t len = strcspn(content_type, "; ");
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++) {
+        if (strlen(kinds[i].type) == len && !strncasecmp(content_type, kinds[i].type, len)) {
+            *out = kinds[i].kind;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Bodies of POST and PUT must be JSON; kube-apiserver's other encodings (protobuf, CBOR, YAML) are not
+ * served. Replies 415 and returns false otherwise. */
+static bool json_body(struct evhttp_request *req)
+{
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    size_t len = ct ? strcspn(ct, "; ") : 0;
+    if (!ct || !len || (len == 16 && !strncasecmp(ct, "application/json", 16)) || (len == 3 && !strncmp(ct, "*/*", 3)))
+        return true;
+    fg__reply_error(req, FG_E_KUBE_UNSUPPORTED_MEDIA, "the body of the request was in an unknown format - accepted "
+                    "media types include: application/json (got %s)", ct);
+    return false;
+}
+
+static void reply_result(struct evhttp_request *req, enum fg_err err, json_object *out, int ok_code)
+{
+    if (err) {
+        fg__reply_status(req, out);
+        return;
+    }
+    fg__reply_json(req, ok_code, out);
+    json_object_put(out);
+}
+
+static void get_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r)
+{
+    const struct fg__entry *e = fg__store_get(&srv->store, r->type, r->ns, r->name);
+    if (!e) {
+        char *msg = fg_asprintf("%s \"%s\" not found", r->type->plural, r->name);
+        fg__reply_status(req, fg__status_new(404, NULL, msg, fg__status_details(r->name, r->type->group,
+                                                                                 r->type->plural)));
+        free(msg);
+        return;
+    }
+    struct evbuffer *buf = evbuffer_new();
+    fg__text_add_to_evbuffer(e->text, buf);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, 200, "OK", buf);
+    evbuffer_free(buf);
+}
+
+/* The write scope a subresource path allows; false (with a reply sent) when it is not served. */
+static bool subresource_scope(struct evhttp_request *req, const struct fg__route *r, enum fg__write_scope *scope)
+{
+    *scope = FG__SCOPE_MAIN;
+    if (!r->sub)
+        return true;
+    if (!strcmp(r->sub, "status") && fg__type_has_subresource(r->type, "status")) {
+        *scope = FG__SCOPE_STATUS;
+        return true;
+    }
+    fg__reply_error(req, FG_E_KUBE_NOT_FOUND, "the server could not find the requested resource (%s/%s)",
+                    r->type->plural, r->sub);
+    return false;
+}
+
+/* POST-only subresources that act on a pod: binding and eviction. */
+static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r)
+{
+    json_object *body = NULL, *out = NULL;
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+        fg__reply_error(req, FG_E_KUBE_METHOD_NOT_ALLOWED, "%s can only be created (POST)", r->sub);
+        return;
+    }
+    if (!json_body(req) || fg__read_body(srv, req, &body))
+        return;
+    enum fg_err err = !strcmp(r->sub, "binding") ? fg__store_bind(&srv->store, r->type, r->ns, r->name, body, &out)
+                                                 : fg__store_evict(&srv->store, r->type, r->ns, r->name, body, &out);
+    reply_result(req, err, out, 201);
+    json_object_put(body);
+}
+
+void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
+                     const struct evkeyvalq *query)
+{
+    (void)query;
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    json_object *body = NULL, *out = NULL;
+    enum fg__write_scope scope;
+    enum fg_err err;
+    if (r->sub && (!strcmp(r->sub, "binding") || !strcmp(r->sub, "eviction")) &&
+        fg__type_has_subresource(r->type, r->sub)) {
+        create_action(srv, req, r);
+        return;
+    }
+    if (!subresource_scope(req, r, &scope))
+        return;
+    if (cmd == EVHTTP_REQ_GET) {
+        get_object(srv, req, r);
+        return;
+    }
+    if (cmd == EVHTTP_REQ_PATCH) {
+        enum fg__patch_kind kind;
+        const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+        if (!patch_kind(ct, &kind)) {
+            fg__reply_error(req, FG_E_KUBE_UNSUPPORTED_MEDIA, "the body of the request was in an unknown format - "
+                            "accepted media types include: application/json-patch+json, "
+                            "application/merge-patch+json, application/strategic-merge-patch+json (got %s)",
+                            ct ? ct : "no Content-Type");
+            return;
+        }
+        if (fg__read_body(srv, req, &body))
+            return;
+        err = fg__store_patch(&srv->store, r->type, r->ns, r->name, scope, kind, body, &out);
+        reply_result(req, err, out, 200);
+    } else if (cmd == EVHTTP_REQ_POST && !r->name) {
+        if (!json_body(req) || fg__read_body(srv, req, &body))
+            return;
+        err = fg__store_create(&srv->store, r->type, r->ns, body, &out);
+        reply_result(req, err, out, 201);
+    } else if (cmd == EVHTTP_REQ_PUT) {
+        if (!json_body(req) || fg__read_body(srv, req, &body))
+            return;
+        err = fg__store_update(&srv->store, r->type, r->ns, r->name, scope, body, &out);
+        reply_result(req, err, out, 200);
+    } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
+        if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) && fg__read_body(srv, req, &body))
+            return;
+        err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
+        reply_result(req, err, out, 200);
+    } else {
+        fg__reply_error(req, FG_E_KUBE_METHOD_NOT_ALLOWED, "the server does not allow this method on the requested "
+                        "resource");
+    }
+    json_object_put(body);
+}

@@ -1,0 +1,146 @@
+/*
+ * server — the test API server's private state, shared by its HTTP-facing files.
+ *
+ * Files: server.c (lifecycle, listener, restart, threads), http.c (request entry, routing, reply
+ * helpers, fault rules and latency), http_objects.c (GET/POST/PUT/PATCH/DELETE of objects),
+ * http_list.c (LIST, paging, discovery), watch.c (watch streams and the event fan-out), admin.c
+ * (the /fracgpu-test/ control paths), state.c (state files). Nothing outside e2e/apiserver includes
+ * this header. Everything here runs on the loop thread.
+ *
+ * Watches: each watch is an fg__watcher holding its evhttp request while the chunked reply is
+ * open. libevent frees a request together with its connection, so a watcher is unlinked before the
+ * server closes a connection on purpose, and on_connection_close (set on every watch connection)
+ * unlinks it when the peer goes away; a request libevent detached from its dead connection is ours
+ * to finish with evhttp_send_reply_end, which frees it.
+ */
+#ifndef FG_E2E_APISERVER_SERVER_H
+#define FG_E2E_APISERVER_SERVER_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "e2e/apiserver/apiserver.h"
+#include "e2e/apiserver/registry.h"
+#include "e2e/apiserver/selector.h"
+#include "e2e/apiserver/store.h"
+
+#define FG__ADMIN_PREFIX "/fracgpu-test/"
+
+struct fg__watcher {
+    struct fg__watcher *prev, *next;
+    struct fg_apiserver *srv;
+    struct evhttp_request *req;
+    struct evhttp_connection *evcon;
+    const struct fg__type *type;
+    char *ns; /* NULL: every namespace */
+    struct fg__selector labels, fields;
+    struct event *timeout_ev, *bookmark_ev;
+    char *query;         /* the request's query, for stats */
+    uint64_t sent;       /* events written to this watcher */
+};
+
+/* Requests waiting out injected latency. */
+struct fg__delayed {
+    struct fg__delayed *prev, *next;
+    struct fg_apiserver *srv;
+    struct evhttp_request *req;
+    struct event *ev;
+};
+
+/* "Answer the next `remaining` requests (matching method and path prefix) with `code`." */
+struct fg__fault {
+    unsigned remaining;
+    int code;
+    unsigned retry_after_s;
+    char *method;      /* NULL: any */
+    char *path_prefix; /* NULL: any */
+};
+
+/* A parsed resource path. */
+struct fg__route {
+    const struct fg__type *type;
+    char *ns;   /* NULL for cluster-scoped paths and all-namespace lists */
+    char *name; /* NULL for collections */
+    char *sub;  /* subresource or NULL */
+};
+
+struct fg_apiserver {
+    char *host;
+    uint16_t port;
+    char *state_file;
+    uint32_t bookmark_ms;
+    size_t max_body;
+    struct fg__registry reg;
+    struct fg__store store;
+    struct event_base *base;
+    struct evhttp *http; /* NULL while down during a restart */
+    struct evbuffer *scratch;
+    struct fg__watcher *watchers;
+    size_t nwatchers;
+    struct fg__delayed *delayed;
+    struct fg__fault fault;
+    uint32_t latency_ms;
+    uint32_t down_ms;
+    uint64_t requests;
+    pthread_t thread;
+    bool thread_running;
+};
+
+/* server.c */
+enum fg_err fg__server_listen(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
+/* Closes every connection and the listener now and comes back after down_ms, keeping the data. */
+void fg__server_restart(struct fg_apiserver *srv, uint32_t down_ms);
+
+/* http.c */
+void fg__http_on_request(struct evhttp_request *req, void *arg);
+void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req);
+/* Replies with o's JSON (o borrowed). */
+void fg__reply_json(struct evhttp_request *req, int code, json_object *o);
+/* Replies with a Status (taken); its code is the HTTP code. */
+void fg__reply_status(struct evhttp_request *req, json_object *status);
+void fg__reply_error(struct evhttp_request *req, enum fg_err err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The query parameter (borrowed from the parsed query) or NULL. */
+const char *fg__query_get(const struct evkeyvalq *q, const char *key);
+/* Reads and parses the body: FG_OK with *out, else an error already replied. */
+enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, json_object **out) FG_MUST_USE;
+/* Drops the requests waiting out injected latency, before their connections are closed. */
+void fg__delayed_flush(struct fg_apiserver *srv);
+
+/* http_objects.c */
+void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
+                     const struct evkeyvalq *query);
+
+/* http_list.c */
+void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
+                   const struct evkeyvalq *query);
+/* Parses labelSelector and fieldSelector; on failure replies 400 and returns false. */
+bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg__selector *labels,
+                         struct fg__selector *fields);
+
+/* http_discovery.c: /api, /apis, /api/v1, /apis/G/V; returns false when path is none of them. */
+bool fg__http_discovery(struct fg_apiserver *srv, struct evhttp_request *req, const char *path);
+
+/* watch.c */
+void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
+                     const struct evkeyvalq *query);
+void fg__watch_on_event(void *srv, struct fg__event *ev, json_object *obj, json_object *old);
+/* Closes every watch connection abruptly; returns how many. */
+size_t fg__watch_drop_all(struct fg_apiserver *srv);
+/* Sends a 410 Expired ERROR event on every watch and ends it; returns how many. */
+size_t fg__watch_expire_all(struct fg_apiserver *srv);
+void fg__watch_on_connection_close(struct evhttp_connection *evcon, void *arg);
+
+/* admin.c */
+void fg__admin_handle(struct fg_apiserver *srv, struct evhttp_request *req, const char *path,
+                      const struct evkeyvalq *query);
+
+/* state.c */
+enum fg_err fg__state_save(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
+/* Loads the state file into the (empty) store; FG_E_NOT_FOUND_LOCAL when it does not exist. */
+enum fg_err fg__state_load(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
+
+#endif

@@ -1,0 +1,51 @@
+/* text — reference-counted immutable strings shared between the store and replies; see text.h. */
+#include "e2e/apiserver/text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+
+struct fg__text *fg__text_new(const char *data, size_t len)
+{
+    struct fg__text *t = fg_malloc(sizeof(*t) + len + 1);
+    t->refs = 1;
+    t->len = len;
+    memcpy(t->data, data, len);
+    t->data[len] = '\0';
+    return t;
+}
+
+struct fg__text *fg__text_from_json(json_object *o)
+{
+    size_t len = 0;
+    const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                      &len);
+    return fg__text_new(s, len);
+}
+
+struct fg__text *fg__text_ref(struct fg__text *t)
+{
+    t->refs++;
+    return t;
+}
+
+void fg__text_unref(struct fg__text *t)
+{
+    if (t && --t->refs == 0)
+        free(t);
+}
+
+static void release_reference(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    fg__text_unref(arg);
+}
+
+void fg__text_add_to_evbuffer(struct fg__text *t, struct evbuffer *buf)
+{
+    fg__text_ref(t);
+    if (evbuffer_add_reference(buf, t->data, t->len, release_reference, t) != 0)
+        fg__text_unref(t);
+}
