@@ -183,9 +183,13 @@ enum fg_err fg_kube_list(struct fg_kube_client *c, const struct fg_kube_resource
         err = fg_kube_request(c, "GET", path, NULL, NULL, 0, &reply, st);
         if (!err) {
             char why[FG_ERRMSG_MAX];
+            char *page_rv = NULL;
             free(cont);
-            free(rv);
-            err = fg__kube_list_page(reply.data, reply.len, 0, on_item, ud, &rv, &cont, why);
+            err = fg__kube_list_page(reply.data, reply.len, 0, on_item, ud, &page_rv, &cont, why);
+            if (!rv)
+                rv = page_rv; /* the first page's revision is the list's: see fg_kube_list */
+            else
+                free(page_rv);
             if (err && st) {
                 st->err = err;
                 st->message = fg_asprintf("GET %s: %s", path, why);

@@ -83,8 +83,10 @@ struct fg_kube_list_opts {
 /* Calls on_item for every item of every page (following `continue`), item borrowed for the call. */
 typedef void fg_kube_item_fn(void *ud, json_object *item);
 
-/* Lists a collection page by page; *resource_version (caller frees) is the list's revision. An expired
- * continue token (410) restarts nothing: it returns FG_E_KUBE_GONE and the caller relists. */
+/* Lists a collection page by page; *resource_version (caller frees) is the list's revision: the first
+ * page's, which kube-apiserver serves every page from (a consistent snapshot). A watch from it misses
+ * nothing even where later pages were read from a newer state. An expired continue token (410)
+ * restarts nothing: it returns FG_E_KUBE_GONE and the caller relists. */
 enum fg_err fg_kube_list(struct fg_kube_client *c, const struct fg_kube_resource *res, const char *ns,
                          const struct fg_kube_list_opts *opts, fg_kube_item_fn *on_item, void *ud,
                          char **resource_version, struct fg_kube_status *st) FG_MUST_USE;

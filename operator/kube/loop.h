@@ -55,7 +55,7 @@ struct fg_kube_call *fg_kube_loop_request(struct fg_kube_loop *loop, const char 
                                           fg_kube_done_fn *done, void *ud);
 
 /* A paged list that streams items: on_item per item (borrowed), then on_done once with the list's
- * resourceVersion (borrowed; NULL on error). Pages are parsed one at a time, so memory stays bounded
+ * resourceVersion (borrowed; NULL on error) — the first page's, as fg_kube_list explains. Pages are parsed one at a time, so memory stays bounded
  * by one page whatever the collection's size. */
 typedef void fg_kube_list_done_fn(void *ud, enum fg_err err, const char *resource_version,
                                   const struct fg_kube_status *st, const char *errmsg);

@@ -53,6 +53,7 @@ void fg__kube_call_free(struct fg_kube_call *call)
     free(call->field_selector);
     free(call->resource_version);
     free(call->cont);
+    free(call->list_rv);
     free(call);
 }
 

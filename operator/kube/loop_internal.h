@@ -56,6 +56,7 @@ struct fg_kube_call {
     /* list */
     const struct fg_kube_resource *res;
     char *ns, *label_selector, *field_selector, *resource_version, *cont;
+    char *list_rv;   /* the first page's resourceVersion: the list's revision */
     unsigned limit;
     fg_kube_item_fn *on_item;
     fg_kube_list_done_fn *list_done;

@@ -49,6 +49,10 @@ void fg__kube_list_page_done(struct fg_kube_call *call, struct fg_kube_status *s
                                          call->errmsg);
     call->delivering = false;
     fg_buf_cleanup(&call->reply);   /* one page at a time */
+    if (!call->list_rv) {
+        call->list_rv = rv;           /* later pages may be newer; watching from the first is safe */
+        rv = NULL;
+    }
     if (call->cancelled) {
         free(rv);
         free(cont);
@@ -60,7 +64,7 @@ void fg__kube_list_page_done(struct fg_kube_call *call, struct fg_kube_status *s
             st->err = err;
             st->message = fg_strdup(call->errmsg);
         }
-        fg__kube_call_finish(call, err, err ? st : NULL, rv, err ? call->errmsg : NULL);
+        fg__kube_call_finish(call, err, err ? st : NULL, call->list_rv, err ? call->errmsg : NULL);
         free(rv);
         free(cont);
         return;
