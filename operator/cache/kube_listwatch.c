@@ -17,6 +17,7 @@ struct kube_listwatch {
     char *ns;
     char *label_selector;
     char *field_selector;
+    char *description;           /* base.kind: "Pod in conv-a (tier=gpu)", for log lines */
     unsigned page_limit;
     size_t max_line;
     struct fg_kube_call *call;   /* the running list or watch */
@@ -174,6 +175,7 @@ static void kube_free(struct fg_listwatch *lw)
     free(k->ns);
     free(k->label_selector);
     free(k->field_selector);
+    free(k->description);
     free(k);
 }
 
@@ -194,7 +196,6 @@ struct fg_listwatch *fg_kube_listwatch_new(struct fg_kube_loop *loop, const stru
         opts = &defaults;
     struct kube_listwatch *k = fg_calloc(1, sizeof(*k));
     k->base.ops = &kube_ops;
-    k->base.kind = res->kind;
     k->loop = loop;
     k->res = res;
     k->ns = dup_or_null(ns);
@@ -202,5 +203,13 @@ struct fg_listwatch *fg_kube_listwatch_new(struct fg_kube_loop *loop, const stru
     k->field_selector = dup_or_null(opts->field_selector);
     k->page_limit = opts->page_limit;
     k->max_line = opts->max_line ? opts->max_line : defaults.max_line;
+    const char *sel = k->label_selector ? k->label_selector : k->field_selector;
+    if (k->label_selector && k->field_selector)
+        k->description = fg_asprintf("%s in %s (%s; %s)", res->kind, ns ? ns : "all namespaces", k->label_selector,
+                                     k->field_selector);
+    else
+        k->description = fg_asprintf("%s in %s%s%s%s", res->kind, ns ? ns : "all namespaces", sel ? " (" : "",
+                                     sel ? sel : "", sel ? ")" : "");
+    k->base.kind = k->description;
     return &k->base;
 }

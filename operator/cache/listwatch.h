@@ -58,7 +58,8 @@ struct fg_listwatch_ops {
     void (*free)(struct fg_listwatch *lw);
 };
 
-/* Backends embed this as their first member. `kind` names the objects in logs ("Pod"). */
+/* Backends embed this as their first member. `kind` names what is listed in log lines ("Pod", or
+ * "Pod in ml (tier=gpu)"). */
 struct fg_listwatch {
     const struct fg_listwatch_ops *ops;
     const char *kind;
