@@ -1,0 +1,156 @@
+/* harness — in-process cluster of one for integration tests; see harness.h. */
+#include "e2e/tests/harness.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/mem.h"
+
+enum fg_err fg_harness_start(struct fg_harness *h, const struct fg_harness_opts *opts, char *errmsg)
+{
+    memset(h, 0, sizeof *h);
+    snprintf(h->dir, sizeof h->dir, "/tmp/fg-e2e-XXXXXX");
+    if (!mkdtemp(h->dir))
+        return fg_errmsg(errmsg, FG_E_IO, "cannot create a temporary directory");
+    snprintf(h->kubeconfig, sizeof h->kubeconfig, "%s/kubeconfig", h->dir);
+
+    struct fg_apiserver_opts sopts = { .history = opts ? opts->history : 0 };
+    enum fg_err err = fg_apiserver_new(&sopts, &h->server, errmsg);
+    if (err)
+        goto out_rmdir;
+    err = fg_apiserver_write_kubeconfig(h->server, h->kubeconfig, errmsg);
+    if (err)
+        goto out_free_server;
+    err = fg_apiserver_start(h->server, errmsg);
+    if (err)
+        goto out_free_server;
+    err = fg_kube_config_load_file(h->kubeconfig, NULL, &h->config, errmsg);
+    if (err)
+        goto out_free_server;
+    struct fg_kube_client_opts copts = FG_KUBE_CLIENT_OPTS_DEFAULT;
+    copts.qps = opts ? opts->client_qps : 0;
+    copts.timeout_ms = 10000;
+    err = fg_kube_client_new(&h->config, &copts, &h->client, errmsg);
+    if (err)
+        goto out_config;
+    err = fg_kube_loop_new(h->client, &h->loop, errmsg);
+    if (err)
+        goto out_client;
+    err = fg_kube_loop_start(h->loop);
+    if (err) {
+        fg_errmsg(errmsg, err, "cannot start the kube loop");
+        goto out_loop;
+    }
+    return FG_OK;
+
+out_loop:
+    fg_kube_loop_free(h->loop);
+out_client:
+    fg_kube_client_free(h->client);
+out_config:
+    fg_kube_config_cleanup(&h->config);
+out_free_server:
+    fg_apiserver_free(h->server);
+out_rmdir:
+    unlink(h->kubeconfig);
+    rmdir(h->dir);
+    return err;
+}
+
+void fg_harness_stop(struct fg_harness *h)
+{
+    fg_kube_loop_stop(h->loop);
+    fg_kube_loop_free(h->loop);
+    fg_kube_client_free(h->client);
+    fg_kube_config_cleanup(&h->config);
+    fg_apiserver_free(h->server);
+    unlink(h->kubeconfig);
+    rmdir(h->dir);
+}
+
+struct on_loop_call {
+    void (*fn)(void *ud);
+    void *ud;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+};
+
+static void run_on_loop(void *arg)
+{
+    struct on_loop_call *c = arg;
+    c->fn(c->ud);
+    pthread_mutex_lock(&c->lock);
+    c->done = true;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+enum fg_err fg_harness_on_loop(struct fg_harness *h, void (*fn)(void *ud), void *ud)
+{
+    struct on_loop_call *c = fg_calloc(1, sizeof *c);
+    c->fn = fn;
+    c->ud = ud;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    fg_kube_loop_call(h->loop, run_on_loop, c);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    pthread_mutex_lock(&c->lock);
+    while (!c->done)
+        if (pthread_cond_timedwait(&c->cond, &c->lock, &deadline))
+            break;
+    bool done = c->done;
+    pthread_mutex_unlock(&c->lock);
+    if (!done)
+        return FG_E_TIMEOUT; /* the call still owns c: leaking it beats a use after free */
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+    return FG_OK;
+}
+
+enum fg_err fg_harness_fault(struct fg_harness *h, const char *control)
+{
+    char *path = fg_asprintf("/fracgpu-test/%s", control);
+    struct fg_buf reply = FG_BUF_INIT;
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_request(h->client, "POST", path, "application/json", "{}", 2, &reply, &st);
+    fg_kube_status_cleanup(&st);
+    fg_buf_cleanup(&reply);
+    free(path);
+    return err;
+}
+
+enum fg_err fg_harness_namespace(struct fg_harness *h, const char *name)
+{
+    json_object *ns = json_object_new_object();
+    json_object_object_add(ns, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(ns, "kind", json_object_new_string("Namespace"));
+    fg_json_set_str(fg_json_ensure_obj(ns, "metadata"), "name", name);
+    char *path = fg_kube_path(&fg_kube_namespaces, NULL, NULL, NULL, NULL);
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_create(h->client, path, ns, NULL, &st);
+    fg_kube_status_cleanup(&st);
+    free(path);
+    json_object_put(ns);
+    return err == FG_E_KUBE_ALREADY_EXISTS ? FG_OK : err;
+}
+
+bool fg_harness_wait(bool (*cond)(void *ud), void *ud, unsigned timeout_ms)
+{
+    uint64_t deadline = fg_clock_mono_ns() + (uint64_t)timeout_ms * FG_NS_PER_MS;
+    while (!cond(ud)) {
+        if (fg_clock_mono_ns() > deadline)
+            return false;
+        usleep(10000);
+    }
+    return true;
+}
