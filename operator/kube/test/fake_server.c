@@ -2,7 +2,7 @@
  * fake_server — see fake_server.h.
  *
  * The server thread owns the event_base, the evhttp and every stream; the test thread only reads the
- * request log (under a mutex) and stops the server with event_base_loopbreak (thread-safe after
+ * request log (under a mutex) and stops the server with event_base_loopexit (thread-safe after
  * evthread_use_pthreads). Streams are freed when they end, when the client closes the connection,
  * or when the server stops.
  */
@@ -161,7 +161,7 @@ static void stream_free(struct stream *st)
 
 void fake_server_stop(struct fake_server *s)
 {
-    event_base_loopbreak(s->base);
+    event_base_loopexit(s->base, NULL); /* unlike loopbreak, not lost if the thread has not entered dispatch yet */
     pthread_join(s->thread, NULL);
     while (s->streams) {
         evhttp_connection_set_closecb(evhttp_request_get_connection(s->streams->req), NULL, NULL);
