@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_object **out,
-                          char *errmsg)
+enum fg_err fg_json_parser_parse(struct fg_json_parser *p, const char *data, size_t len, size_t max_bytes,
+                                 json_object **out, char *errmsg)
 {
     *out = NULL;
     if (max_bytes && len > max_bytes)
@@ -13,10 +13,14 @@ enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_o
                          len, max_bytes);
     if (len > (size_t)INT32_MAX)
         return fg_errmsg(errmsg, FG_E_TOO_BIG, "JSON document of %zu bytes is too large", len);
-    json_tokener *tok = json_tokener_new_ex(FG_JSON_MAX_DEPTH);
-    if (!tok)
-        return fg_errmsg(errmsg, FG_E_NOMEM, "cannot allocate JSON tokener");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    if (!p->tok) {
+        p->tok = json_tokener_new_ex(FG_JSON_MAX_DEPTH);
+        if (!p->tok)
+            return fg_errmsg(errmsg, FG_E_NOMEM, "cannot allocate JSON tokener");
+        json_tokener_set_flags(p->tok, JSON_TOKENER_STRICT);
+    }
+    json_tokener *tok = p->tok;
+    json_tokener_reset(tok);
     while (len > 0 && strchr(" \t\r\n", data[len - 1]))
         len--; /* strict mode refuses trailing whitespace; a newline after a document is normal */
     json_object *obj = json_tokener_parse_ex(tok, data, (int)len);
@@ -31,13 +35,28 @@ enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_o
     } else if (used != len) {
         err = fg_errmsg(errmsg, FG_E_PARSE, "invalid JSON: trailing data at byte %zu", used);
     }
-    json_tokener_free(tok);
     if (err) {
         json_object_put(obj);
         return err;
     }
     *out = obj;
     return FG_OK;
+}
+
+void fg_json_parser_cleanup(struct fg_json_parser *p)
+{
+    if (p->tok)
+        json_tokener_free(p->tok);
+    p->tok = NULL;
+}
+
+enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_object **out,
+                          char *errmsg)
+{
+    struct fg_json_parser p = FG_JSON_PARSER_INIT;
+    enum fg_err err = fg_json_parser_parse(&p, data, len, max_bytes, out, errmsg);
+    fg_json_parser_cleanup(&p);
+    return err;
 }
 
 static json_object *walk(json_object *o, va_list ap)

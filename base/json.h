@@ -24,6 +24,23 @@
 enum fg_err fg_json_parse(const char *data, size_t len, size_t max_bytes, json_object **out,
                           char *errmsg) FG_MUST_USE;
 
+/* The same, with a tokener kept between documents: for streams that parse many (watch events). */
+struct fg_json_parser {
+    json_tokener *tok;   /* created on first use */
+};
+#define FG_JSON_PARSER_INIT { NULL }
+enum fg_err fg_json_parser_parse(struct fg_json_parser *p, const char *data, size_t len, size_t max_bytes,
+                                 json_object **out, char *errmsg) FG_MUST_USE;
+void fg_json_parser_cleanup(struct fg_json_parser *p);
+
+/* Cuts the member at `path` (object keys from the top, NULL-terminated, e.g. {"object", "metadata",
+ * "managedFields", NULL}) out of the JSON text in text[0..len), in place, before it is parsed: a
+ * member nobody reads costs nothing to skip here and a great deal to build as json-c objects.
+ * Strings are scanned exactly (escapes, keys inside values), so only a real member at that path is
+ * removed. Returns the new length; text that is not shaped as expected is left as it was (the parser
+ * then reports what is wrong with it). Keys are compared byte for byte, without unescaping. */
+size_t fg_json_cut_member(char *text, size_t len, const char *const *path);
+
 /* Borrowed lookup: fg_json_get(pod, "metadata", "annotations", "fracgpu.io/policy", NULL). */
 json_object *fg_json_get(json_object *o, ...) __attribute__((sentinel));
 /* String at the path, or NULL when absent or not a string. */

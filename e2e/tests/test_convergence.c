@@ -112,6 +112,7 @@ static void start_informers(void *ud)
         struct fg_kube_listwatch_opts lwo = FG_KUBE_LISTWATCH_OPTS_DEFAULT;
         lwo.label_selector = w->label_selector;
         lwo.page_limit = 50;
+        lwo.cut_managed_fields = w->pod_transform;
         struct fg_informer_opts io = FG_INFORMER_OPTS_DEFAULT;
         io.reflector.backoff_initial_ns = 20 * FG_NS_PER_MS;
         io.reflector.backoff_max_ns = 500 * FG_NS_PER_MS;

@@ -20,6 +20,7 @@ struct kube_listwatch {
     char *description;           /* base.kind: "Pod in conv-a (tier=gpu)", for log lines */
     unsigned page_limit;
     size_t max_line;
+    bool cut_managed_fields;
     struct fg_kube_call *call;   /* the running list or watch */
     fg_listwatch_item_fn *on_item;
     fg_watch_event_fn *on_event;
@@ -118,6 +119,8 @@ static enum fg_err kube_watch(struct fg_listwatch *lw, const char *resource_vers
     k->on_end = on_end;
     k->ud = ud;
     k->call = fg_kube_loop_watch(k->loop, path, k->max_line, watch_event, watch_end, k);
+    if (k->cut_managed_fields)
+        fg_kube_call_cut_member(k->call, fg_watch_managed_fields);
     err = k->call ? FG_OK : FG_E_INTERNAL;
     free(path);
 out_cleanup_query:
@@ -203,6 +206,7 @@ struct fg_listwatch *fg_kube_listwatch_new(struct fg_kube_loop *loop, const stru
     k->field_selector = dup_or_null(opts->field_selector);
     k->page_limit = opts->page_limit;
     k->max_line = opts->max_line ? opts->max_line : defaults.max_line;
+    k->cut_managed_fields = opts->cut_managed_fields;
     const char *sel = k->label_selector ? k->label_selector : k->field_selector;
     if (k->label_selector && k->field_selector)
         k->description = fg_asprintf("%s in %s (%s; %s)", res->kind, ns ? ns : "all namespaces", k->label_selector,

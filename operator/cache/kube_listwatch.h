@@ -22,6 +22,8 @@ struct fg_kube_listwatch_opts {
     const char *field_selector;   /* NULL: all */
     unsigned page_limit;          /* list page size; 0 = server default */
     size_t max_line;              /* longest watch event accepted, bytes */
+    bool cut_managed_fields;      /* drop metadata.managedFields from watch events before parsing
+                                     (for informers whose transform drops them anyway) */
 };
 
 #define FG_KUBE_LISTWATCH_OPTS_DEFAULT { .page_limit = 500, .max_line = 16u << 20 }

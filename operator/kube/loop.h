@@ -75,6 +75,10 @@ typedef void fg_kube_watch_end_fn(void *ud, enum fg_err err, const struct fg_kub
 struct fg_kube_call *fg_kube_loop_watch(struct fg_kube_loop *loop, const char *path, size_t max_line,
                                         fg_watch_event_fn *on_event, fg_kube_watch_end_fn *on_end, void *ud);
 
+/* For a watch: cut the member at `path` (borrowed, e.g. fg_watch_managed_fields) from every event
+ * before it is parsed (see fg_watch_decoder_cut). Call it right after fg_kube_loop_watch. */
+void fg_kube_call_cut_member(struct fg_kube_call *call, const char *const *path);
+
 /* Aborts a call; no callback of it runs afterwards. Loop thread only. */
 void fg_kube_call_cancel(struct fg_kube_call *call);
 

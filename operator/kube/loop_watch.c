@@ -47,3 +47,8 @@ struct fg_kube_call *fg_kube_loop_watch(struct fg_kube_loop *loop, const char *p
     return call;
 }
 
+void fg_kube_call_cut_member(struct fg_kube_call *call, const char *const *path)
+{
+    if (call && call->kind == CALL_WATCH)
+        fg_watch_decoder_cut(&call->decoder, path);
+}

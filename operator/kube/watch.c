@@ -41,21 +41,32 @@ void fg_watch_decoder_init(struct fg_watch_decoder *d, size_t max_line, fg_watch
     d->max_line = max_line;
     d->on_event = on_event;
     d->ud = ud;
+    d->parser = (struct fg_json_parser)FG_JSON_PARSER_INIT;
+    d->cut = NULL;
     d->failed = false;
     d->error = FG_OK;
     d->events = 0;
 }
 
+const char *const fg_watch_managed_fields[] = { "object", "metadata", "managedFields", NULL };
+
+void fg_watch_decoder_cut(struct fg_watch_decoder *d, const char *const *path)
+{
+    d->cut = path;
+}
+
 /* Decodes one complete line (without its newline); blank lines are ignored. */
-static enum fg_err decode_line(struct fg_watch_decoder *d, const char *p, size_t n, char *errmsg)
+static enum fg_err decode_line(struct fg_watch_decoder *d, char *p, size_t n, char *errmsg)
 {
     while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;
     if (n == 0)
         return FG_OK;
+    if (d->cut)
+        n = fg_json_cut_member(p, n, d->cut);
     char why[FG_ERRMSG_MAX];
     json_object *ev = NULL;
-    enum fg_err err = fg_json_parse(p, n, d->max_line, &ev, why);
+    enum fg_err err = fg_json_parser_parse(&d->parser, p, n, d->max_line, &ev, why);
     if (err)
         return fg_errmsg(errmsg, err, "watch event %llu: %s", d->events + 1, why);
     enum fg_watch_type type;
@@ -125,4 +136,5 @@ enum fg_err fg_watch_decoder_finish(struct fg_watch_decoder *d, char *errmsg)
 void fg_watch_decoder_cleanup(struct fg_watch_decoder *d)
 {
     fg_buf_cleanup(&d->line);
+    fg_json_parser_cleanup(&d->parser);
 }

@@ -19,6 +19,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/json.h"
 
 enum fg_watch_type { FG_WATCH_ADDED, FG_WATCH_MODIFIED, FG_WATCH_DELETED, FG_WATCH_BOOKMARK, FG_WATCH_ERROR };
 
@@ -33,12 +34,20 @@ struct fg_watch_decoder {
     size_t max_line;
     fg_watch_event_fn *on_event;
     void *ud;
+    struct fg_json_parser parser;   /* one tokener for the whole stream */
+    const char *const *cut;         /* member cut from each event before parsing, or NULL */
     bool failed;
     enum fg_err error;   /* the error that stopped the decoder, once failed */
     unsigned long long events;
 };
 
 void fg_watch_decoder_init(struct fg_watch_decoder *d, size_t max_line, fg_watch_event_fn *on_event, void *ud);
+/* From now on, cut the member at `path` (borrowed; e.g. fg_watch_managed_fields) out of every event's
+ * text before parsing it (fg_json_cut_member): consumers that drop a member anyway never pay for
+ * building it. */
+void fg_watch_decoder_cut(struct fg_watch_decoder *d, const char *const *path);
+/* {"object", "metadata", "managedFields", NULL}: what most consumers never read. */
+extern const char *const fg_watch_managed_fields[];
 /* Feeds bytes; after an error every later call returns that error class again. */
 enum fg_err fg_watch_decoder_feed(struct fg_watch_decoder *d, const char *data, size_t len,
                                   char *errmsg) FG_MUST_USE;
