@@ -3,5 +3,6 @@
 #define FG_OPERATOR_COMMANDS_H
 
 int fg_cmd_version(int argc, char **argv);
+int fg_cmd_replay(int argc, char **argv);
 
 #endif

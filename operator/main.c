@@ -18,6 +18,7 @@ struct command {
 
 static const struct command commands[] = {
     { "version", "print the fracgpu version", fg_cmd_version },
+    { "replay", "replay a GPU trace through the scheduler (placement experiment)", fg_cmd_replay },
 };
 
 static void usage(FILE *out)

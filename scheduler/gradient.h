@@ -1,0 +1,61 @@
+/*
+ * gradient — fast fragmentation gradients for the FGD-family policies (module-internal).
+ *
+ * The FGD score of a node is F(before) − F(after placing the pod), F being mix.h's fragmentation.
+ * Recomputing F from scratch for every candidate GPU costs O(types × GPUs); here each node keeps,
+ * per mix type, the count of GPUs the type fits on and the idle compute it cannot use, refreshed only
+ * when the node's version or the mix changes. A candidate placement then costs O(types): only the
+ * GPUs it touches and the node's free CPU change. Results equal fg_sched_frag exactly (the unit tests
+ * compare them). A small per-node memo (MEMO_WAYS entries) also keeps, per pod shape, F(before) and
+ * F(after) of every candidate GPU until the node or the mix changes, so a node that did not change
+ * since it last saw that shape costs a lookup.
+ */
+#ifndef FG_SCHEDULER_GRADIENT_H
+#define FG_SCHEDULER_GRADIENT_H
+
+#include "scheduler/mix.h"
+
+struct fg__grad {
+    const struct fg_sched_mix *mix; /* borrowed */
+    uint64_t mix_gen;
+    size_t n_nodes, n_types;
+    uint64_t *node_ver, *node_gen;  /* per node: version and mix generation cached */
+    int *idle;                      /* per node: Σ free milli */
+    int *fit, *small;               /* per node × type */
+    double *frag;                   /* per node: F */
+    struct fg__grad_memo *memo;     /* per node × MEMO_WAYS: candidate evaluations across cycles */
+};
+
+/* What a pod shape's placement on a node evaluates to, remembered while the node's version, the
+ * mix generation and the shape stay the same: F(before) and, per candidate, F(after). */
+struct fg__grad_memo {
+    uint64_t version_plus1, gen;
+    int64_t cpu_milli, gpu_mem_mib;  /* the shape: CPU as scored (0 → 100), per-GPU memory, */
+    int gpu_milli, n_gpus, sharing;  /* milli, GPU count, sharing mode */
+    double before;
+    int n;                           /* candidates: -1 gpu = the pod's default GPU choice */
+    int gpu[FG_SCHED_MAX_GPUS];
+    double after[FG_SCHED_MAX_GPUS];
+};
+
+/* The memo entry for node i and pod p (cpu as scored), and whether it is valid; a miss returns the
+ * entry to refill (already keyed), NULL when p cannot be remembered (dedicated isolation). */
+struct fg__grad_memo *fg__grad_memo_get(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i,
+                                        const struct fg_sched_pod *p, int64_t cpu, bool *valid);
+
+/* One GPU changing its free compute from `before` to `after`. */
+struct fg__grad_change {
+    int before, after;
+};
+
+void fg__grad_init(struct fg__grad *gr, size_t n_nodes, const struct fg_sched_mix *mix);
+void fg__grad_cleanup(struct fg__grad *gr);
+/* The mix changed (contents or address): every node's cache is stale. */
+void fg__grad_set_mix(struct fg__grad *gr, const struct fg_sched_mix *mix);
+/* F of node i, refreshing its cache when stale. */
+double fg__grad_frag(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i);
+/* F of node i after its free CPU drops by cpu and the listed GPUs change. */
+double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,
+                           const struct fg__grad_change *ch, int n_ch);
+
+#endif

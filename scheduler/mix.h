@@ -1,0 +1,65 @@
+/*
+ * mix — the reference pod mix and the fragmentation measure of the FGD paper.
+ *
+ * A reference mix is the distribution of pod shapes a cluster expects: groups keyed by (cpu with
+ * 0 → 100, GPU milli, GPU count, allowed-model string and its resolved mask), the most frequent groups covering 95% of the
+ * pods, each with a share p (shares sum to 1). The fragmentation of a node for a shape is the idle
+ * GPU compute that shape could not use there; F_n = Σ p · frag. Memory never enters either.
+ *
+ * A counter accumulates shapes (the whole trace up front, or pod by pod for an online policy) and
+ * builds a mix from what it has seen. Both own their arrays; the mix does not point into the counter.
+ */
+#ifndef FG_SCHEDULER_MIX_H
+#define FG_SCHEDULER_MIX_H
+
+#include "scheduler/sched.h"
+
+/* One pod shape. spec is the allowed-model string as written ("" = any); mask its resolution. */
+struct fg_sched_shape {
+    int64_t cpu_milli;
+    int gpu_milli;
+    int n_gpus;
+    uint32_t mask;
+    const char *spec;
+};
+
+struct fg_sched_mix_type {
+    int64_t cpu_milli;              /* 0 already mapped to 100 */
+    int gpu_milli;
+    int n_gpus;
+    uint32_t mask;
+    double p;
+};
+
+struct fg_sched_mix {
+    struct fg_sched_mix_type *types;
+    size_t n;
+};
+
+struct fg__mix_group;
+
+struct fg_sched_mix_counter {
+    struct fg__mix_group *groups;
+    size_t n, cap;
+    int64_t total;
+};
+
+void fg_sched_mix_counter_init(struct fg_sched_mix_counter *mc);
+void fg_sched_mix_counter_cleanup(struct fg_sched_mix_counter *mc);
+void fg_sched_mix_counter_add(struct fg_sched_mix_counter *mc, const struct fg_sched_shape *s);
+
+/* Builds *mix (replacing and freeing its previous contents) from the counted shapes: groups sorted by
+ * count, ties by (cpu, milli, count, spec) descending, taken until they cover ≥ 95% of the pods.
+ * An empty counter gives an empty mix. */
+void fg_sched_mix_build(const struct fg_sched_mix_counter *mc, struct fg_sched_mix *mix);
+void fg_sched_mix_cleanup(struct fg_sched_mix *mix);
+
+
+/* The fragmentation F of a node of GPU model `model` (-1 without GPUs) with free cpu `free_cpu` and
+ * free GPU compute free[0..n) for the mix: Σ_t p_t · frag(t). */
+double fg_sched_frag(const struct fg_sched_mix *mix, int model, int64_t free_cpu, const int *free, int n);
+
+/* fg_sched_frag of node n as it stands. */
+double fg_sched_frag_node(const struct fg_sched_mix *mix, const struct fg_sched_node *n);
+
+#endif

@@ -1,0 +1,159 @@
+/*
+ * policy_fgd — Fragmentation Gradient Descent (Weng et al., ATC '23), as the experiment scores it.
+ *
+ * Score = int(100 · sigmoid(Δ / 1000)) with Δ = F(before) − F(after) for the reference mix given at
+ * creation (the whole trace's: FGD assumes it knows the future mix). Whole-GPU pods take G GPUs with
+ * free ≥ milli in ascending-free order; a sharing pod tries every GPU with free ≥ milli and takes the
+ * lowest-index one reaching the highest score. CPU-only pods are scored by their CPU effect alone.
+ * fg__sched_gradient_score is shared with fracgpu's policy, which adds its own terms as a bias; the
+ * gradients come from gradient.h's caches and memo, whole scores from equiv.c's per-cycle cache.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/mem.h"
+#include "scheduler/gradient.h"
+#include "scheduler/policy.h"
+#include "scheduler/policy_int.h"
+
+struct fgd_policy {
+    struct fg_sched_policy base;
+    struct fg__grad grad;
+    struct fg__equiv equiv;
+};
+
+/* What the equivalence cache's callback needs. */
+struct fgd_ctx {
+    struct fgd_policy *fp;
+    const struct fg_sched_cycle *cy;
+};
+
+static int64_t sigmoid_score(double delta)
+{
+    return (int64_t)(100.0 / (1.0 + exp(-delta / 1000.0)));
+}
+
+/* The GPU changes of a pod placed on n taking GPUs with free ≥ milli in ascending-free order. */
+static int whole_changes(const struct fg_sched_node *n, const struct fg_sched_pod *p, struct fg__grad_change *ch)
+{
+    bool used[FG_SCHED_MAX_GPUS] = { false };
+    int k = 0;
+    for (; k < p->n_gpus; k++) {
+        int pick = -1;
+        for (int g = 0; g < n->n_gpus; g++)
+            if (!used[g] && n->gpus[g].free_milli >= p->gpu_milli &&
+                (pick < 0 || n->gpus[g].free_milli < n->gpus[pick].free_milli))
+                pick = g;
+        if (pick < 0)
+            break;
+        used[pick] = true;
+        ch[k] = (struct fg__grad_change){ n->gpus[pick].free_milli, n->gpus[pick].free_milli - p->gpu_milli };
+    }
+    return k;
+}
+
+/* Whether GPU g repeats an earlier GPU of n exactly (same free compute and memory, no tenants' mode or
+ * owner to tell them apart): its score would be the same and the earlier index wins the tie. */
+static bool repeats_earlier(const struct fg_sched_node *n, int g)
+{
+    const struct fg_sched_gpu *u = &n->gpus[g];
+    if (u->owner || u->tenants)
+        return false;
+    for (int e = 0; e < g; e++) {
+        const struct fg_sched_gpu *v = &n->gpus[e];
+        if (!v->owner && !v->tenants && v->free_milli == u->free_milli && v->free_mem_mib == u->free_mem_mib)
+            return true;
+    }
+    return false;
+}
+
+/* Fills m (may be NULL: not remembered) with F(before) and F(after) of every candidate. */
+static void evaluate(struct fg__grad *gr, const struct fg_sched_cycle *cy, size_t i, int64_t cpu,
+                     struct fg__grad_memo *m, struct fg__grad_memo *scratch)
+{
+    const struct fg_sched_pod *p = cy->pod;
+    const struct fg_sched_node *n = &cy->cluster->nodes[i];
+    if (!m)
+        m = scratch;
+    m->before = fg__grad_frag(gr, cy->cluster, i);
+    m->n = 0;
+    struct fg__grad_change ch[FG_SCHED_MAX_GPUS];
+    if (p->n_gpus == 1 && p->gpu_milli < FG_SCHED_MILLI) {
+        for (int g = 0; g < n->n_gpus; g++) {
+            const struct fg_sched_gpu *u = &n->gpus[g];
+            if (u->free_milli < p->gpu_milli || !fg_sched_gpu_admits(u, p) || repeats_earlier(n, g))
+                continue;
+            ch[0] = (struct fg__grad_change){ u->free_milli, u->free_milli - p->gpu_milli };
+            m->gpu[m->n] = g;
+            m->after[m->n++] = fg__grad_frag_after(gr, cy->cluster, i, cpu, ch, 1);
+        }
+        return;
+    }
+    int k = whole_changes(n, p, ch);
+    m->gpu[0] = -1;
+    m->after[0] = fg__grad_frag_after(gr, cy->cluster, i, cpu, ch, k);
+    m->n = 1;
+}
+
+int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
+                                 double bias, int *gpu)
+{
+    const struct fg_sched_pod *p = cy->pod;
+    size_t i = (size_t)(n - cy->cluster->nodes);
+    int64_t cpu = p->cpu_milli ? p->cpu_milli : 100;
+    bool valid;
+    struct fg__grad_memo scratch, *m = fg__grad_memo_get(gr, cy->cluster, i, p, cpu, &valid);
+    if (!valid)
+        evaluate(gr, cy, i, cpu, m, &scratch);
+    if (!m)
+        m = &scratch;
+    double base = m->before + bias;
+    int64_t best = -1;
+    for (int c = 0; c < m->n; c++) {
+        int64_t s = sigmoid_score(base - m->after[c]);
+        if (s > best) {
+            best = s;
+            if (m->gpu[c] >= 0)
+                *gpu = m->gpu[c];
+        }
+    }
+    return best;
+}
+
+static int64_t fgd_node_score(void *ctx, const struct fg_sched_node *n, int *gpu)
+{
+    struct fgd_ctx *c = ctx;
+    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, 0, gpu);
+}
+
+static int64_t fgd_score(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy,
+                         const struct fg_sched_node *n, int *gpu)
+{
+    struct fgd_ctx ctx = { (struct fgd_policy *)pol, cy };
+    return fg__equiv_score(&ctx.fp->equiv, n, gpu, fgd_node_score, &ctx);
+}
+
+static void fgd_observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
+{
+    (void)cy;
+    fg__equiv_next_cycle(&((struct fgd_policy *)pol)->equiv);
+}
+
+static void fgd_free(struct fg_sched_policy *pol)
+{
+    struct fgd_policy *fp = (struct fgd_policy *)pol;
+    fg__grad_cleanup(&fp->grad);
+    fg__equiv_cleanup(&fp->equiv);
+    free(fp);
+}
+
+static const struct fg_sched_policy_ops fgd_ops = { "fgd", fgd_score, NULL, fgd_observe, NULL, fgd_free };
+
+struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
+{
+    struct fgd_policy *fp = fg_calloc(1, sizeof *fp);
+    fp->base.ops = &fgd_ops;
+    fg__grad_init(&fp->grad, c->n_nodes, mix);
+    fg__equiv_init(&fp->equiv, c->n_nodes);
+    return &fp->base;
+}

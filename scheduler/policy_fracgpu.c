@@ -1,0 +1,182 @@
+/*
+ * policy_fracgpu — fracgpu's own placement policy, the operator's default score.
+ *
+ * Score = int(100 · sigmoid(D / 1000)), integer like FGD's so that near-equal nodes tie and the
+ * node rank spreads them. D, in GPU-milli, adds two terms to FGD's fragmentation decrease:
+ *
+ *   D = [F(before) − F(after)]                              fragmentation gradient (FGD)
+ *     − W_STRAND · [S(after) − S(before)]                   GPUs stranded by exhausted node CPU
+ *     − W_SCARCE · G·milli · pressure(model)                scarce models kept for pods that need them
+ *
+ * S(node) is the idle GPU compute the node's free CPU cannot feed at the mix's CPU-per-GPU ratio
+ * (max(0, idle − free_cpu / rho)). It is applied to GPU pods only: measured on the traces, steering
+ * CPU-only pods by it strands more than it saves. pressure(M) = (share of the GPU demand seen so far
+ * that is restricted to a subset of models including M, split evenly over that subset) / (M's share
+ * of the cluster's free GPU compute); it applies only to pods that could run on another model.
+ *
+ * Online (`fracgpu`): the reference mix, rho and the restricted demand are learned from the pods seen
+ * so far; the mix is rebuilt at powers of two up to REBUILD_EVERY pods, then whenever the count has
+ * grown by REBUILD_EVERY or by 1/16, whichever is more (a rebuild invalidates every node's gradient
+ * cache, so rarer rebuilds keep the tail latency down once the mix has settled). `fracgpu-offline`
+ * is the same policy given the whole trace's mix up front (for comparison with FGD, which assumes it).
+ * Cost per node is O(mix types × distinct candidate GPUs) through gradient.h's caches, and nodes in
+ * identical states are scored once per cycle (equiv.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/mem.h"
+#include "scheduler/policy_int.h"
+
+#define REBUILD_EVERY 64
+#define W_STRAND 2.0
+#define W_SCARCE 2.0
+
+struct fracgpu_policy {
+    struct fg_sched_policy base;
+    bool online;
+    struct fg_sched_mix_counter seen;
+    struct fg_sched_mix own;        /* the learned mix (online mode) */
+    struct fg__grad grad;
+    uint64_t rho_gen;               /* grad.mix_gen that rho was computed for */
+    double rho;                     /* CPU milli per GPU milli of the mix's GPU pods */
+    uint32_t all_models;            /* mask of the cluster's models */
+    double restricted[FG_SCHED_MAX_MODELS];  /* GPU milli seen from pods restricted to a subset */
+    double demand;                  /* GPU milli seen from all pods */
+    double free[FG_SCHED_MAX_MODELS];        /* free GPU milli per model */
+    double free_total;
+    int64_t pods_seen, rebuilt_at;
+    struct fg__equiv equiv;
+};
+
+/* What the equivalence cache's callback needs. */
+struct fracgpu_ctx {
+    struct fracgpu_policy *fp;
+    const struct fg_sched_cycle *cy;
+};
+
+static double mix_rho(const struct fg_sched_mix *mix)
+{
+    double cpu = 0, gpu = 0;
+    for (size_t t = 0; t < mix->n; t++)
+        if (mix->types[t].n_gpus) {
+            cpu += mix->types[t].p * (double)mix->types[t].cpu_milli;
+            gpu += mix->types[t].p * mix->types[t].n_gpus * mix->types[t].gpu_milli;
+        }
+    return gpu > 0 ? cpu / gpu : 0;
+}
+
+/* Idle GPU milli that free_cpu cannot feed at rho CPU milli per GPU milli. */
+static double stranded(double rho, int64_t free_cpu, int idle)
+{
+    double usable = rho > 0 ? (double)free_cpu / rho : idle;
+    return usable < idle ? idle - usable : 0;
+}
+
+static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
+{
+    struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
+    const struct fg_sched_pod *p = cy->pod;
+    fg__equiv_next_cycle(&fp->equiv);
+    double d = (double)p->n_gpus * p->gpu_milli;
+    fp->demand += d;
+    uint32_t mask = cy->model_mask & fp->all_models;
+    if (p->n_gpus && mask && mask != fp->all_models) {
+        int k = __builtin_popcount(mask);
+        for (int m = 0; m < FG_SCHED_MAX_MODELS; m++)
+            if (mask & (1u << m))
+                fp->restricted[m] += d / k;
+    }
+    if (!fp->online)
+        return;
+    /* Keyed by the resolved model mask, which groups exactly as the spec string on these traces. */
+    struct fg_sched_shape s = { p->cpu_milli, p->gpu_milli, p->n_gpus, p->n_gpus ? cy->model_mask : 0, "" };
+    fg_sched_mix_counter_add(&fp->seen, &s);
+    int64_t n = ++fp->pods_seen;
+    int64_t every = n / 16 > REBUILD_EVERY ? n / 16 : REBUILD_EVERY;
+    if (n - fp->rebuilt_at >= every || (n < REBUILD_EVERY && (n & (n - 1)) == 0)) {
+        fg_sched_mix_build(&fp->seen, &fp->own);
+        fg__grad_set_mix(&fp->grad, &fp->own);
+        fp->rebuilt_at = n;
+    }
+}
+
+/* The terms of D that do not depend on the GPU chosen inside the node. */
+static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
+                         size_t i)
+{
+    const struct fg_sched_pod *p = cy->pod;
+    if (p->n_gpus == 0)
+        return 0;
+    double d = 0;
+    uint32_t mask = cy->model_mask & fp->all_models;
+    if (n->model >= 0 && __builtin_popcount(mask) > 1 && fp->demand > 0) {
+        double share = (fp->free[n->model] + 1) / (fp->free_total + 1);
+        d -= W_SCARCE * p->n_gpus * p->gpu_milli * (fp->restricted[n->model] / fp->demand / share);
+    }
+    if (fp->rho_gen != fp->grad.mix_gen) {
+        fp->rho = mix_rho(fp->grad.mix);
+        fp->rho_gen = fp->grad.mix_gen;
+    }
+    int idle = fp->grad.idle[i];
+    double s0 = stranded(fp->rho, n->free_cpu, idle);
+    double s1 = stranded(fp->rho, n->free_cpu - p->cpu_milli, idle - p->n_gpus * p->gpu_milli);
+    return d - W_STRAND * (s1 - s0);
+}
+
+static int64_t node_score(void *ctx, const struct fg_sched_node *n, int *gpu)
+{
+    struct fracgpu_ctx *c = ctx;
+    size_t i = (size_t)(n - c->cy->cluster->nodes);
+    fg__grad_frag(&c->fp->grad, c->cy->cluster, i);  /* refreshes the node's cache that node_terms reads */
+    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, node_terms(c->fp, c->cy, n, i), gpu);
+}
+
+static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
+                     int *gpu)
+{
+    struct fracgpu_ctx ctx = { (struct fracgpu_policy *)pol, cy };
+    return fg__equiv_score(&ctx.fp->equiv, n, gpu, node_score, &ctx);
+}
+
+static void bound(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
+                  const struct fg_sched_placement *pl)
+{
+    struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
+    int model = cy->cluster->nodes[node].model;
+    double d = (double)pl->n_gpus * cy->pod->gpu_milli;
+    if (model >= 0) {
+        fp->free[model] -= d;
+        fp->free_total -= d;
+    }
+}
+
+static void policy_free(struct fg_sched_policy *pol)
+{
+    struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
+    fg__grad_cleanup(&fp->grad);
+    fg__equiv_cleanup(&fp->equiv);
+    fg_sched_mix_cleanup(&fp->own);
+    fg_sched_mix_counter_cleanup(&fp->seen);
+    free(fp);
+}
+
+static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, bound, policy_free };
+
+struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
+{
+    struct fracgpu_policy *fp = fg_calloc(1, sizeof *fp);
+    fp->base.ops = &fracgpu_ops;
+    fp->online = mix == NULL;
+    fg_sched_mix_counter_init(&fp->seen);
+    fg__grad_init(&fp->grad, c->n_nodes, fp->online ? &fp->own : mix);
+    fg__equiv_init(&fp->equiv, c->n_nodes);
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (c->nodes[i].model >= 0)
+            fp->free[c->nodes[i].model] += (double)c->nodes[i].n_gpus * FG_SCHED_MILLI;
+    for (int m = 0; m < c->n_models; m++)
+        fp->all_models |= 1u << m;
+    fp->free_total = (double)c->gpu_milli_total;
+    return &fp->base;
+}

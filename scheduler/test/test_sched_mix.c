@@ -1,0 +1,116 @@
+/* Reference mix building and the fragmentation measure; the fast gradient equals the definition. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "scheduler/gradient.h"
+#include "scheduler/rng.h"
+#include "scheduler/test/fixture.h"
+
+static void add(struct fg_sched_mix_counter *mc, int64_t cpu, int milli, int gpus, const char *spec, int times)
+{
+    struct fg_sched_shape s = { cpu, milli, gpus, FG_SCHED_MODELS_ANY, spec };
+    for (int i = 0; i < times; i++)
+        fg_sched_mix_counter_add(mc, &s);
+}
+
+static void mix_covers_95_percent_and_normalises(void **state)
+{
+    (void)state;
+    struct fg_sched_mix_counter mc;
+    fg_sched_mix_counter_init(&mc);
+    add(&mc, 4000, 500, 1, "", 60);
+    add(&mc, 0, 0, 0, "", 30);    /* CPU-only, cpu 0 counted as 100 */
+    add(&mc, 100, 0, 0, "", 5);   /* same group as the line above */
+    add(&mc, 8000, 1000, 2, "", 3);
+    add(&mc, 2000, 300, 1, "T4", 2);
+    struct fg_sched_mix mix = { 0 };
+    fg_sched_mix_build(&mc, &mix);
+    assert_int_equal(mix.n, 2);  /* 60 + 35 = 95 of 100 */
+    assert_int_equal(mix.types[0].gpu_milli, 500);
+    assert_int_equal(mix.types[1].cpu_milli, 100);
+    assert_true(fabs(mix.types[0].p - 60.0 / 95.0) < 1e-12);
+    assert_true(fabs(mix.types[0].p + mix.types[1].p - 1.0) < 1e-12);
+    struct fg_sched_mix_counter empty;
+    fg_sched_mix_counter_init(&empty);
+    fg_sched_mix_build(&empty, &mix);  /* replaces: empty */
+    assert_int_equal(mix.n, 0);
+    fg_sched_mix_cleanup(&mix);
+    fg_sched_mix_counter_cleanup(&mc);
+}
+
+static void frag_follows_the_definition(void **state)
+{
+    (void)state;
+    struct fg_sched_mix_type t[] = { { 100, 0, 0, FG_SCHED_MODELS_ANY, 0.25 },   /* CPU-only: all idle */
+                                     { 4000, 500, 1, 1u << 0, 0.25 },            /* model 0 only */
+                                     { 2000, 1000, 2, FG_SCHED_MODELS_ANY, 0.5 } };
+    struct fg_sched_mix mix = { t, 3 };
+    int free[] = { 1000, 600, 200, 1000 };  /* idle 2800 */
+    /* model 0, ample CPU: t0 2800; t1 fits (3 GPUs ≥ 500), fragment 200; t2 fits (2 whole), 800. */
+    double f = fg_sched_frag(&mix, 0, 64000, free, 4);
+    assert_true(fabs(f - (0.25 * 2800 + 0.25 * 200 + 0.5 * 800)) < 1e-9);
+    /* model 1: t1 cannot run there at all. */
+    f = fg_sched_frag(&mix, 1, 64000, free, 4);
+    assert_true(fabs(f - (0.25 * 2800 + 0.25 * 2800 + 0.5 * 800)) < 1e-9);
+    /* CPU below t1's and t2's needs: everything idle is fragment. */
+    f = fg_sched_frag(&mix, 0, 1000, free, 4);
+    assert_true(fabs(f - 2800) < 1e-9);
+    int none[] = { 0, 0 };
+    assert_true(fg_sched_frag(&mix, 0, 64000, none, 2) == 0);
+}
+
+static void gradient_matches_recomputation(void **state)
+{
+    (void)state;
+    struct fg_sched_rng rng;
+    fg_sched_rng_seed(&rng, 99);
+    struct fg_sched_mix_type t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (struct fg_sched_mix_type){ (int64_t)fg_sched_rng_below(&rng, 16) * 1000, i == 0 ? 0 : 100 * (1 + (int)fg_sched_rng_below(&rng, 10)),
+                                           i == 0 ? 0 : (i == 5 ? 2 : 1), i == 3 ? 2u : FG_SCHED_MODELS_ANY, 1.0 / 6 };
+    t[5].gpu_milli = 1000;
+    struct fg_sched_mix mix = { t, 6 };
+    struct fg_sched_cluster c;
+    fg_sched_cluster_init(&c);
+    fx_node(&c, "a", 16, 64, 8, "T4");
+    fx_node(&c, "b", 16, 64, 4, "V100");
+    struct fg__grad gr;
+    fg__grad_init(&gr, c.n_nodes, &mix);
+    for (int round = 0; round < 300; round++) {
+        size_t i = fg_sched_rng_below(&rng, 2);
+        struct fg_sched_node *n = &c.nodes[i];
+        int g = (int)fg_sched_rng_below(&rng, (uint64_t)n->n_gpus);
+        int take = (int)fg_sched_rng_below(&rng, (uint64_t)n->gpus[g].free_milli + 1);
+        struct fg_sched_pod p = fx_pod("p", 0, 1, take ? take : 1);
+        p.cpu_milli = (int64_t)fg_sched_rng_below(&rng, 3000);
+        if (take == 0 || n->free_cpu < p.cpu_milli) {  /* reset the node now and then */
+            for (int k = 0; k < n->n_gpus; k++)
+                n->gpus[k].free_milli = FG_SCHED_MILLI;
+            n->free_cpu = n->cpu_milli;
+            n->version++;
+            continue;
+        }
+        struct fg__grad_change ch = { n->gpus[g].free_milli, n->gpus[g].free_milli - take };
+        double fast = fg__grad_frag_after(&gr, &c, i, p.cpu_milli, &ch, 1);
+        fg_sched_reserve(&c, &p, (int)i, &g, 1);
+        double slow = fg_sched_frag_node(&mix, n);
+        assert_true(fabs(fast - slow) < 1e-6);
+        assert_true(fabs(fg__grad_frag(&gr, &c, i) - slow) < 1e-6);
+    }
+    fg__grad_cleanup(&gr);
+    fg_sched_cluster_cleanup(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mix_covers_95_percent_and_normalises),
+        cmocka_unit_test(frag_follows_the_definition),
+        cmocka_unit_test(gradient_matches_recomputation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
