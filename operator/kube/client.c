@@ -63,7 +63,7 @@ enum fg_err fg_kube_request(struct fg_kube_client *c, const char *method, const 
     if (!st)
         st = &local;
     memset(st, 0, sizeof *st);
-    fg_kube_ratelimit_wait(&c->rl);
+    fg_token_bucket_wait(&c->rl);
     CURL *easy = pool_get(c);
     struct curl_slist *headers = NULL;
     char errmsg[FG_ERRMSG_MAX];

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "operator/kube/client.h"
-#include "operator/kube/ratelimit.h"
+#include "base/tokenbucket.h"
 
 #define FG__KUBE_POOL_MAX 16
 
@@ -23,7 +23,7 @@ struct fg_kube_client {
     struct curl_slist *connect_to;      /* maps tls_server_name back to the real host, or NULL */
     CURLSH *share;                      /* DNS cache and TLS sessions */
     pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
-    struct fg_kube_ratelimit rl;
+    struct fg_token_bucket rl;
 
     pthread_mutex_t pool_lock;          /* guards pool/npool */
     CURL *pool[FG__KUBE_POOL_MAX];

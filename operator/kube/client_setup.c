@@ -116,7 +116,7 @@ enum fg_err fg_kube_client_new(const struct fg_kube_config *cfg, const struct fg
         pthread_mutex_init(&c->share_locks[i], NULL);
     pthread_mutex_init(&c->pool_lock, NULL);
     pthread_mutex_init(&c->token_lock, NULL);
-    fg_kube_ratelimit_init(&c->rl, c->opts.qps, c->opts.burst);
+    fg_token_bucket_init(&c->rl, c->opts.qps, c->opts.burst);
     c->share = curl_share_init();
     if (!c->share)
         abort();
@@ -142,7 +142,7 @@ void fg_kube_client_free(struct fg_kube_client *c)
         curl_easy_cleanup(c->pool[i]);
     curl_share_cleanup(c->share);
     curl_slist_free_all(c->connect_to);
-    fg_kube_ratelimit_cleanup(&c->rl);
+    fg_token_bucket_cleanup(&c->rl);
     for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->share_locks[i]);
     pthread_mutex_destroy(&c->pool_lock);
@@ -171,5 +171,5 @@ const char *fg_kube_patch_content_type(enum fg_kube_patch_type t)
 
 unsigned long long fg_kube_client_ratelimit_delay_ns(struct fg_kube_client *c)
 {
-    return fg_kube_ratelimit_reserve(&c->rl);
+    return fg_token_bucket_try_take(&c->rl);
 }

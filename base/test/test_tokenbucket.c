@@ -5,30 +5,30 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
-#include "operator/kube/ratelimit.h"
+#include "base/tokenbucket.h"
 
 static void burst_then_qps(void **state)
 {
     (void)state;
     fg_clock_fake_set(100 * FG_NS_PER_S);
-    struct fg_kube_ratelimit rl;
-    fg_kube_ratelimit_init(&rl, 10, 3);
+    struct fg_token_bucket rl;
+    fg_token_bucket_init(&rl, 10, 3);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(fg_kube_ratelimit_reserve(&rl), 0);
-    uint64_t d = fg_kube_ratelimit_reserve(&rl);
+        assert_int_equal(fg_token_bucket_try_take(&rl), 0);
+    uint64_t d = fg_token_bucket_try_take(&rl);
     assert_true(d > 99 * FG_NS_PER_MS && d <= 101 * FG_NS_PER_MS);
     fg_clock_fake_advance(50 * FG_NS_PER_MS);
-    d = fg_kube_ratelimit_reserve(&rl);
+    d = fg_token_bucket_try_take(&rl);
     assert_true(d > 49 * FG_NS_PER_MS && d <= 51 * FG_NS_PER_MS);
     fg_clock_fake_advance(50 * FG_NS_PER_MS);
-    assert_int_equal(fg_kube_ratelimit_reserve(&rl), 0);
-    assert_true(fg_kube_ratelimit_reserve(&rl) > 0);
+    assert_int_equal(fg_token_bucket_try_take(&rl), 0);
+    assert_true(fg_token_bucket_try_take(&rl) > 0);
     /* A long idle period refills only up to the burst. */
     fg_clock_fake_advance(3600 * FG_NS_PER_S);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(fg_kube_ratelimit_reserve(&rl), 0);
-    assert_true(fg_kube_ratelimit_reserve(&rl) > 0);
-    fg_kube_ratelimit_cleanup(&rl);
+        assert_int_equal(fg_token_bucket_try_take(&rl), 0);
+    assert_true(fg_token_bucket_try_take(&rl) > 0);
+    fg_token_bucket_cleanup(&rl);
     fg_clock_fake_clear();
 }
 
@@ -36,30 +36,30 @@ static void disabled_and_zero_burst(void **state)
 {
     (void)state;
     fg_clock_fake_set(FG_NS_PER_S);
-    struct fg_kube_ratelimit rl;
-    fg_kube_ratelimit_init(&rl, 0, 0);
+    struct fg_token_bucket rl;
+    fg_token_bucket_init(&rl, 0, 0);
     for (int i = 0; i < 1000; i++)
-        assert_int_equal(fg_kube_ratelimit_reserve(&rl), 0);
-    fg_kube_ratelimit_cleanup(&rl);
-    fg_kube_ratelimit_init(&rl, 1, 0); /* burst 0 means 1 */
-    assert_int_equal(fg_kube_ratelimit_reserve(&rl), 0);
-    assert_true(fg_kube_ratelimit_reserve(&rl) > 900 * FG_NS_PER_MS);
-    fg_kube_ratelimit_cleanup(&rl);
+        assert_int_equal(fg_token_bucket_try_take(&rl), 0);
+    fg_token_bucket_cleanup(&rl);
+    fg_token_bucket_init(&rl, 1, 0); /* burst 0 means 1 */
+    assert_int_equal(fg_token_bucket_try_take(&rl), 0);
+    assert_true(fg_token_bucket_try_take(&rl) > 900 * FG_NS_PER_MS);
+    fg_token_bucket_cleanup(&rl);
     fg_clock_fake_clear();
 }
 
 static void wait_blocks_for_the_real_interval(void **state)
 {
     (void)state;
-    struct fg_kube_ratelimit rl;
-    fg_kube_ratelimit_init(&rl, 100, 1);
+    struct fg_token_bucket rl;
+    fg_token_bucket_init(&rl, 100, 1);
     uint64_t t0 = fg_clock_mono_ns();
     for (int i = 0; i < 6; i++)
-        fg_kube_ratelimit_wait(&rl);
+        fg_token_bucket_wait(&rl);
     uint64_t took = fg_clock_mono_ns() - t0;
     assert_true(took >= 45 * FG_NS_PER_MS);   /* 5 refills at 10 ms each */
     assert_true(took < 2 * FG_NS_PER_S);
-    fg_kube_ratelimit_cleanup(&rl);
+    fg_token_bucket_cleanup(&rl);
 }
 
 int main(void)
