@@ -74,47 +74,9 @@ void fg_harness_stop(struct fg_harness *h)
     rmdir(h->dir);
 }
 
-struct on_loop_call {
-    void (*fn)(void *ud);
-    void *ud;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool done;
-};
-
-static void run_on_loop(void *arg)
-{
-    struct on_loop_call *c = arg;
-    c->fn(c->ud);
-    pthread_mutex_lock(&c->lock);
-    c->done = true;
-    pthread_cond_signal(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-}
-
 enum fg_err fg_harness_on_loop(struct fg_harness *h, void (*fn)(void *ud), void *ud)
 {
-    struct on_loop_call *c = fg_calloc(1, sizeof *c);
-    c->fn = fn;
-    c->ud = ud;
-    pthread_mutex_init(&c->lock, NULL);
-    pthread_cond_init(&c->cond, NULL);
-    fg_kube_loop_call(h->loop, run_on_loop, c);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;
-    pthread_mutex_lock(&c->lock);
-    while (!c->done)
-        if (pthread_cond_timedwait(&c->cond, &c->lock, &deadline))
-            break;
-    bool done = c->done;
-    pthread_mutex_unlock(&c->lock);
-    if (!done)
-        return FG_E_TIMEOUT; /* the call still owns c: leaking it beats a use after free */
-    pthread_mutex_destroy(&c->lock);
-    pthread_cond_destroy(&c->cond);
-    free(c);
-    return FG_OK;
+    return fg_kube_loop_call_wait(h->loop, fn, ud, 10000);
 }
 
 enum fg_err fg_harness_fault(struct fg_harness *h, const char *control)

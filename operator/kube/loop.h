@@ -46,6 +46,10 @@ bool fg_kube_loop_on_loop_thread(const struct fg_kube_loop *loop);
  * Work still queued when the loop stops is dropped without running, so ud must not depend on it
  * to be freed. */
 void fg_kube_loop_call(struct fg_kube_loop *loop, void (*fn)(void *ud), void *ud);
+/* Runs fn(ud) on the loop thread and waits until it has returned, at most timeout_ms
+ * (FG_E_TIMEOUT). Not from the loop thread itself. */
+enum fg_err fg_kube_loop_call_wait(struct fg_kube_loop *loop, void (*fn)(void *ud), void *ud,
+                                   unsigned timeout_ms) FG_MUST_USE;
 
 /* A one-shot request. `done` gets the body (borrowed) and the decoded status (err != FG_OK on
  * non-2xx or transport failure). */

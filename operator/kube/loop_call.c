@@ -11,6 +11,9 @@
  * delivering its final callback is freed when the callback returns.
  */
 #include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,4 +277,54 @@ void fg__kube_call_finished(struct fg_kube_call *call, CURLcode rc)
         fg__kube_call_finish(call, FG_OK, &st, NULL, NULL);
     }
     fg_kube_status_cleanup(&st);
+}
+
+/* ---- fg_kube_loop_call_wait: a loop call another thread waits for ---- */
+
+struct waited_call {
+    void (*fn)(void *ud);
+    void *ud;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+};
+
+static void run_waited(void *arg)
+{
+    struct waited_call *c = arg;
+    c->fn(c->ud);
+    pthread_mutex_lock(&c->lock);
+    c->done = true;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+enum fg_err fg_kube_loop_call_wait(struct fg_kube_loop *loop, void (*fn)(void *ud), void *ud, unsigned timeout_ms)
+{
+    struct waited_call *c = fg_calloc(1, sizeof *c);
+    c->fn = fn;
+    c->ud = ud;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    fg_kube_loop_call(loop, run_waited, c);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->lock);
+    while (!c->done)
+        if (pthread_cond_timedwait(&c->cond, &c->lock, &deadline))
+            break;
+    bool done = c->done;
+    pthread_mutex_unlock(&c->lock);
+    if (!done)
+        return FG_E_TIMEOUT; /* the loop may still run it: leaking c beats a use after free */
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+    return FG_OK;
 }
