@@ -13,6 +13,7 @@
 #ifndef FG_E2E_APISERVER_H
 #define FG_E2E_APISERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,8 @@ struct fg_apiserver_opts {
     const char *state_file;      /* NULL = none; loaded by _new, written on restart and _save_state */
     uint32_t bookmark_ms;        /* interval of BOOKMARK events when asked for; 0 = 1000 */
     size_t max_body;             /* request body limit; 0 = 3 MiB */
+    bool tls;                    /* HTTPS with a generated certificate (SAN IP:host), written into the kubeconfig */
+    const char *token;           /* NULL = none; else every request needs Authorization: Bearer TOKEN (401) */
 };
 
 /* Creates the server, loads the state file when one is set and exists, and binds the listener (so
@@ -35,6 +38,9 @@ enum fg_err fg_apiserver_new(const struct fg_apiserver_opts *opts, struct fg_api
                              char *errmsg) FG_MUST_USE;
 /* Stops a running loop thread if any, closes every connection and frees everything. NULL is fine. */
 void fg_apiserver_free(struct fg_apiserver *srv);
+
+/* The server's certificate in PEM (NULL without TLS), borrowed. */
+const char *fg_apiserver_ca_pem(const struct fg_apiserver *srv);
 
 /* The bound port. */
 uint16_t fg_apiserver_port(const struct fg_apiserver *srv);
@@ -50,7 +56,8 @@ void fg_apiserver_stop(struct fg_apiserver *srv);
 /* Writes the store to the state file (atomically, through a temporary file). Loop not running. */
 enum fg_err fg_apiserver_save_state(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
 
-/* Writes a kubeconfig (JSON, which kubectl reads as YAML) whose context fracgpu-test points here. */
+/* Writes a kubeconfig (JSON, which kubectl reads as YAML) whose context fracgpu-test points here: with
+ * TLS an https URL and the certificate as certificate-authority-data, with a token the token. */
 enum fg_err fg_apiserver_write_kubeconfig(const struct fg_apiserver *srv, const char *path,
                                           char *errmsg) FG_MUST_USE;
 

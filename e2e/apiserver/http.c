@@ -186,7 +186,7 @@ void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req)
         reply_text(req, 200, VERSION_JSON, strlen(VERSION_JSON));
     } else if (fg_str_has_prefix(path, FG__ADMIN_PREFIX)) {
         fg__admin_handle(srv, req, path + strlen(FG__ADMIN_PREFIX), &query);
-    } else if (!fg__http_discovery(srv, req, path)) {
+    } else if (!fg__http_discovery(srv, req, path) && !fg__http_openapi(srv, req, path)) {
         dispatch_resource(srv, req, path, &query);
     }
 out:
@@ -273,6 +273,17 @@ void fg__delayed_flush(struct fg_apiserver *srv)
     }
 }
 
+/* With --token every request but the control paths must carry it, as kube-apiserver without
+ * anonymous access requires (401 otherwise). */
+static bool authorized(const struct fg_apiserver *srv, struct evhttp_request *req)
+{
+    if (!srv->token)
+        return true;
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    static const char bearer[] = "Bearer ";
+    return auth && !strncmp(auth, bearer, sizeof(bearer) - 1) && !strcmp(auth + sizeof(bearer) - 1, srv->token);
+}
+
 void fg__http_on_request(struct evhttp_request *req, void *arg)
 {
     struct fg_apiserver *srv = arg;
@@ -283,6 +294,8 @@ void fg__http_on_request(struct evhttp_request *req, void *arg)
         path = "/";
     if (fg_str_has_prefix(path, FG__ADMIN_PREFIX)) {
         fg__http_dispatch(srv, req);
+    } else if (!authorized(srv, req)) {
+        fg__reply_error(req, FG_E_KUBE_UNAUTHORIZED, "Unauthorized");
     } else if (fault_matches(&srv->fault, req, path)) {
         inject_fault(srv, req);
     } else if (srv->latency_ms) {

@@ -1,11 +1,16 @@
 /*
- * http_discovery — legacy API discovery generated from the registry: /api (APIVersions), /apis
+ * http_discovery — API discovery generated from the registry. Legacy: /api (APIVersions), /apis
  * (APIGroupList), /api/v1 and /apis/G/V (APIResourceList, subresources listed as pods/status).
- * Types added at run time appear at once. The aggregated (apidiscovery.k8s.io/v2) form kubectl
- * prefers is not served; kubectl falls back to these documents.
+ * Aggregated (apidiscovery.k8s.io/v2, what kubectl asks for first): /api and /apis answer an
+ * APIGroupDiscoveryList — /api's one item is the core group "" — with that exact content type,
+ * since kubectl reads the same body under plain application/json as the legacy form. Types added
+ * at run time (CRDs) appear at once; disabled ones do not. A type without a singular name gets its
+ * lowercased kind, as kube-apiserver fills it.
  */
 #include "e2e/apiserver/server.h"
 
+#include <ctype.h>
+#include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,18 @@ static json_object *string_array(const char *const *v, size_t n)
     for (size_t i = 0; i < n; i++)
         json_object_array_add(a, json_object_new_string(v[i]));
     return a;
+}
+
+#define AGGREGATED_TYPE "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+static const char *const object_verbs[] = { "create", "delete", "get", "list", "patch", "update", "watch" };
+
+static char *singular(const struct fg__type *t)
+{
+    char *s = fg_strdup(*t->singular ? t->singular : t->kind);
+    for (char *c = s; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    return s;
 }
 
 static json_object *resource(const char *name, bool namespaced, const char *kind, json_object *verbs)
@@ -48,17 +65,21 @@ static void describe_subresource(const char *sub, const char **kind, json_object
 
 static json_object *resource_list(const struct fg__registry *reg, const char *group, const char *version)
 {
-    static const char *const verbs[] = { "create", "delete", "get", "list", "patch", "update", "watch" };
     json_object *resources = NULL;
     for (size_t i = 0; i < reg->n; i++) {
         const struct fg__type *t = reg->types[i];
-        if (strcmp(t->group, group) || strcmp(t->version, version))
+        if (t->disabled || strcmp(t->group, group) || strcmp(t->version, version))
             continue;
         if (!resources)
             resources = json_object_new_array();
-        json_object *res = resource(t->plural, t->namespaced, t->kind, string_array(verbs, 7));
+        json_object *res = resource(t->plural, t->namespaced, t->kind, string_array(object_verbs, 7));
         if (json_object_array_length(t->short_names))
             json_object_object_add(res, "shortNames", json_object_get(t->short_names));
+        if (json_object_array_length(t->categories))
+            json_object_object_add(res, "categories", json_object_get(t->categories));
+        char *one = singular(t);
+        fg_json_set_str(res, "singularName", one);
+        free(one);
         json_object_array_add(resources, res);
         for (size_t k = 0; k < t->nsubresources; k++) {
             const char *kind;
@@ -86,9 +107,9 @@ static json_object *group_list(const struct fg__registry *reg)
     json_object *groups = json_object_new_array();
     for (size_t i = 0; i < reg->n; i++) {
         const struct fg__type *t = reg->types[i];
-        bool seen = !*t->group;
+        bool seen = !*t->group || t->disabled;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = !strcmp(reg->types[j]->api_version, t->api_version);
+            seen = !reg->types[j]->disabled && !strcmp(reg->types[j]->api_version, t->api_version);
         if (seen)
             continue;
         json_object *gv = json_object_new_object();
@@ -116,8 +137,117 @@ static json_object *group_list(const struct fg__registry *reg)
     return list;
 }
 
+static json_object *gvk(const char *group, const char *version, const char *kind)
+{
+    json_object *o = json_object_new_object();
+    fg_json_set_str(o, "group", group);
+    fg_json_set_str(o, "version", version);
+    fg_json_set_str(o, "kind", kind);
+    return o;
+}
+
+/* An APIResourceDiscovery for t. */
+static json_object *aggregated_resource(const struct fg__type *t)
+{
+    json_object *res = json_object_new_object();
+    fg_json_set_str(res, "resource", t->plural);
+    json_object_object_add(res, "responseKind", gvk(t->group, t->version, t->kind));
+    fg_json_set_str(res, "scope", t->namespaced ? "Namespaced" : "Cluster");
+    char *one = singular(t);
+    fg_json_set_str(res, "singularResource", one);
+    free(one);
+    json_object_object_add(res, "verbs", string_array(object_verbs, 7));
+    if (json_object_array_length(t->short_names))
+        json_object_object_add(res, "shortNames", json_object_get(t->short_names));
+    if (json_object_array_length(t->categories))
+        json_object_object_add(res, "categories", json_object_get(t->categories));
+    json_object *subs = json_object_new_array();
+    for (size_t k = 0; k < t->nsubresources; k++) {
+        const char *kind;
+        json_object *verbs;
+        describe_subresource(t->subresources[k], &kind, &verbs);
+        json_object *sub = json_object_new_object();
+        fg_json_set_str(sub, "subresource", t->subresources[k]);
+        json_object_object_add(sub, "responseKind", kind ? gvk(!strcmp(kind, "Eviction") ? "policy" : "",
+                                                               "v1", kind)
+                                                         : gvk(t->group, t->version, t->kind));
+        json_object_object_add(sub, "verbs", verbs);
+        json_object_array_add(subs, sub);
+    }
+    json_object_object_add(res, "subresources", subs);
+    return res;
+}
+
+/* The APIGroupDiscoveryList of the core group (core) or of every named group. */
+static json_object *aggregated_list(const struct fg__registry *reg, bool core)
+{
+    json_object *items = json_object_new_array();
+    for (size_t i = 0; i < reg->n; i++) {
+        const struct fg__type *t = reg->types[i];
+        if (t->disabled || core != !*t->group)
+            continue;
+        json_object *group = NULL, *version = NULL;
+        for (size_t g = 0; g < json_object_array_length(items) && !group; g++) {
+            json_object *cand = json_object_array_get_idx(items, g);
+            if (fg_str_eq(fg_json_get_str(cand, "metadata", "name", NULL), t->group))
+                group = cand;
+        }
+        if (!group) {
+            group = json_object_new_object();
+            fg_json_set_str(fg_json_ensure_obj(group, "metadata"), "name", t->group);
+            json_object_object_add(group, "versions", json_object_new_array());
+            json_object_array_add(items, group);
+        }
+        json_object *versions = fg_json_get(group, "versions", NULL);
+        for (size_t v = 0; v < json_object_array_length(versions) && !version; v++) {
+            json_object *cand = json_object_array_get_idx(versions, v);
+            if (fg_str_eq(fg_json_get_str(cand, "version", NULL), t->version))
+                version = cand;
+        }
+        if (!version) {
+            version = json_object_new_object();
+            fg_json_set_str(version, "version", t->version);
+            json_object_object_add(version, "resources", json_object_new_array());
+            fg_json_set_str(version, "freshness", "Current");
+            json_object_array_add(versions, version);
+        }
+        json_object_array_add(fg_json_get(version, "resources", NULL), aggregated_resource(t));
+    }
+    json_object *list = json_object_new_object();
+    fg_json_set_str(list, "kind", "APIGroupDiscoveryList");
+    fg_json_set_str(list, "apiVersion", "apidiscovery.k8s.io/v2");
+    json_object_object_add(list, "metadata", json_object_new_object());
+    json_object_object_add(list, "items", items);
+    return list;
+}
+
+static bool wants_aggregated(struct evhttp_request *req)
+{
+    const char *accept = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
+    return accept && strstr(accept, "as=APIGroupDiscoveryList");
+}
+
+static void reply_aggregated(struct evhttp_request *req, json_object *doc)
+{
+    size_t len = 0;
+    const char *s = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
+                                                      &len);
+    struct evbuffer *buf = evbuffer_new();
+    evbuffer_add(buf, s, len);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", AGGREGATED_TYPE);
+    evhttp_send_reply(req, 200, "OK", buf);
+    evbuffer_free(buf);
+}
+
 bool fg__http_discovery(struct fg_apiserver *srv, struct evhttp_request *req, const char *path)
 {
+    bool core = !strcmp(path, "/api") || !strcmp(path, "/api/");
+    if ((core || !strcmp(path, "/apis") || !strcmp(path, "/apis/")) && wants_aggregated(req)) {
+        json_object *list = aggregated_list(&srv->reg, core);
+        reply_aggregated(req, list);
+        json_object_put(list);
+        return true;
+    }
     json_object *doc = NULL;
     char group[128], version[64];
     if (!strcmp(path, "/api") || !strcmp(path, "/api/")) {

@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <event2/buffer.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,7 @@ void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const s
     evbuffer_add_printf(out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"",
                         r->type->list_kind, r->type->api_version, list_rv);
     struct evbuffer *items = evbuffer_new();
+    json_object *table = fg__table_wanted(req) ? fg__table_new(r->type) : NULL;
     long count = 0;
     const char *last = NULL;
     bool more = false;
@@ -138,23 +140,39 @@ void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const s
             more = true;
             break;
         }
-        if (count++)
+        if (table)
+            fg__table_add_row(table, r->type, e->obj);
+        else if (count)
             evbuffer_add(items, ",", 1);
-        fg__text_add_to_evbuffer(e->text, items);
+        if (!table)
+            fg__text_add_to_evbuffer(e->text, items);
+        count++;
         last = e->key;
     }
+    char *token = NULL;
     if (more) {
         char *with_rv = fg_asprintf("%" PRIu64 ":%s", list_rv, last);
-        char *token = hex_encode(with_rv);
+        token = hex_encode(with_rv);
         free(with_rv);
         evbuffer_add_printf(out, ",\"continue\":\"%s\"", token);
-        free(token);
+    }
+    if (table) {
+        json_object *meta = fg_json_get(table, "metadata", NULL);
+        char rv[24];
+        snprintf(rv, sizeof(rv), "%" PRIu64, list_rv);
+        fg_json_set_str(meta, "resourceVersion", rv);
+        fg_json_set_str(meta, "continue", token);
+        fg__table_reply(req, table);
+        json_object_put(table);
+        goto out;
     }
     evbuffer_add_printf(out, "},\"items\":[");
     evbuffer_add_buffer(out, items);
     evbuffer_add(out, "]}", 2);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, 200, "OK", out);
+out:
+    free(token);
     evbuffer_free(items);
     evbuffer_free(out);
     free(prefix);

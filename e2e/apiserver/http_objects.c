@@ -13,6 +13,7 @@
 
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/status.h"
 
 /* The patch kind named by a Content-Type, ignoring parameters; false when unsupported. */
@@ -48,12 +49,16 @@ static bool json_body(struct evhttp_request *req)
     return false;
 }
 
-static void reply_result(struct evhttp_request *req, enum fg_err err, json_object *out, int ok_code)
+/* Replies with the write's result; a committed write to a CRD first brings the registry in line. */
+static void reply_result(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
+                         enum fg_err err, json_object *out, int ok_code)
 {
     if (err) {
         fg__reply_status(req, out);
         return;
     }
+    if (fg__crd_is_crd_type(r->type))
+        fg__crd_sync(&srv->store, fg_json_get_str(out, "metadata", "name", NULL));
     fg__reply_json(req, ok_code, out);
     json_object_put(out);
 }
@@ -66,6 +71,13 @@ static void get_object(struct fg_apiserver *srv, struct evhttp_request *req, con
         fg__reply_status(req, fg__status_new(404, NULL, msg, fg__status_details(r->name, r->type->group,
                                                                                  r->type->plural)));
         free(msg);
+        return;
+    }
+    if (fg__table_wanted(req)) {
+        json_object *table = fg__table_new(r->type);
+        fg__table_add_row(table, r->type, e->obj);
+        fg__table_reply(req, table);
+        json_object_put(table);
         return;
     }
     struct evbuffer *buf = evbuffer_new();
@@ -102,7 +114,7 @@ static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, 
         return;
     enum fg_err err = !strcmp(r->sub, "binding") ? fg__store_bind(&srv->store, r->type, r->ns, r->name, body, &out)
                                                  : fg__store_evict(&srv->store, r->type, r->ns, r->name, body, &out);
-    reply_result(req, err, out, 201);
+    reply_result(srv, req, r, err, out, 201);
     json_object_put(body);
 }
 
@@ -138,22 +150,22 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         if (fg__read_body(srv, req, &body))
             return;
         err = fg__store_patch(&srv->store, r->type, r->ns, r->name, scope, kind, body, &out);
-        reply_result(req, err, out, 200);
+        reply_result(srv, req, r, err, out, 200);
     } else if (cmd == EVHTTP_REQ_POST && !r->name) {
         if (!json_body(req) || fg__read_body(srv, req, &body))
             return;
         err = fg__store_create(&srv->store, r->type, r->ns, body, &out);
-        reply_result(req, err, out, 201);
+        reply_result(srv, req, r, err, out, 201);
     } else if (cmd == EVHTTP_REQ_PUT) {
         if (!json_body(req) || fg__read_body(srv, req, &body))
             return;
         err = fg__store_update(&srv->store, r->type, r->ns, r->name, scope, body, &out);
-        reply_result(req, err, out, 200);
+        reply_result(srv, req, r, err, out, 200);
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
         if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) && fg__read_body(srv, req, &body))
             return;
         err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
-        reply_result(req, err, out, 200);
+        reply_result(srv, req, r, err, out, 200);
     } else {
         fg__reply_error(req, FG_E_KUBE_METHOD_NOT_ALLOWED, "the server does not allow this method on the requested "
                         "resource");

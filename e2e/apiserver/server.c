@@ -17,6 +17,7 @@
 #include <event2/buffer.h>
 #include <event2/thread.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "e2e/apiserver/admit.h"
 
 #define DEFAULT_BOOKMARK_MS 1000u
 #define DEFAULT_MAX_BODY (3u << 20)
@@ -75,6 +77,7 @@ enum fg_err fg__server_listen(struct fg_apiserver *srv, char *errmsg)
                                               EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_body_size(srv->http, (ev_ssize_t)(srv->max_body * LIBEVENT_BODY_FACTOR));
     evhttp_set_gencb(srv->http, fg__http_on_request, srv);
+    fg__tls_attach(srv);
     if (!evhttp_accept_socket_with_handle(srv->http, fd)) {
         close(fd);
         evhttp_free(srv->http);
@@ -144,8 +147,11 @@ enum fg_err fg_apiserver_new(const struct fg_apiserver_opts *opts, struct fg_api
     srv->state_file = opts->state_file ? fg_strdup(opts->state_file) : NULL;
     srv->bookmark_ms = opts->bookmark_ms ? opts->bookmark_ms : DEFAULT_BOOKMARK_MS;
     srv->max_body = opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
+    srv->token = opts->token ? fg_strdup(opts->token) : NULL;
     enum fg_err err = fg__registry_init_builtin(&srv->reg, errmsg);
     if (err)
+        goto out_free;
+    if (opts->tls && (err = fg__tls_init(srv, errmsg)) != FG_OK)
         goto out_free;
     fg__store_init(&srv->store, &srv->reg, opts->history);
     if (srv->state_file) {
@@ -185,6 +191,8 @@ void fg_apiserver_free(struct fg_apiserver *srv)
     fg__registry_cleanup(&srv->reg);
     free(srv->fault.method);
     free(srv->fault.path_prefix);
+    fg__tls_cleanup(srv);
+    free(srv->token);
     free(srv->host);
     free(srv->state_file);
     free(srv);
@@ -257,20 +265,41 @@ enum fg_err fg_apiserver_save_state(struct fg_apiserver *srv, char *errmsg)
     return fg__state_save(srv, errmsg);
 }
 
+static char *base64(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = fg_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    return out;
+}
+
+const char *fg_apiserver_ca_pem(const struct fg_apiserver *srv)
+{
+    return srv->cert_pem;
+}
+
 enum fg_err fg_apiserver_write_kubeconfig(const struct fg_apiserver *srv, const char *path, char *errmsg)
 {
-    char *server = fg_asprintf("http://%s:%u", srv->host, srv->port);
+    char *server = fg_asprintf("%s://%s:%u", srv->ssl_ctx ? "https" : "http", srv->host, srv->port);
     json_object *cfg = json_object_new_object();
     json_object_object_add(cfg, "apiVersion", json_object_new_string("v1"));
     json_object_object_add(cfg, "kind", json_object_new_string("Config"));
     json_object *cluster = json_object_new_object(), *clusters = json_object_new_array();
     fg_json_set_str(cluster, "name", "fracgpu-test");
-    fg_json_set_str(fg_json_ensure_obj(cluster, "cluster"), "server", server);
+    json_object *cl = fg_json_ensure_obj(cluster, "cluster");
+    fg_json_set_str(cl, "server", server);
+    if (srv->cert_pem) {
+        char *b64 = base64(srv->cert_pem);
+        fg_json_set_str(cl, "certificate-authority-data", b64);
+        free(b64);
+    }
     json_object_array_add(clusters, cluster);
     json_object_object_add(cfg, "clusters", clusters);
     json_object *user = json_object_new_object(), *users = json_object_new_array();
     fg_json_set_str(user, "name", "fracgpu-test");
-    fg_json_ensure_obj(user, "user");
+    json_object *u = fg_json_ensure_obj(user, "user");
+    if (srv->token)
+        fg_json_set_str(u, "token", srv->token);
     json_object_array_add(users, user);
     json_object_object_add(cfg, "users", users);
     json_object *ctx = json_object_new_object(), *contexts = json_object_new_array();

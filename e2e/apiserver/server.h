@@ -1,11 +1,13 @@
 /*
  * server — the test API server's private state, shared by its HTTP-facing files.
  *
- * Files: server.c (lifecycle, listener, restart, threads), http.c (request entry, routing, reply
- * helpers, fault rules and latency), http_objects.c (GET/POST/PUT/PATCH/DELETE of objects),
- * http_list.c (LIST, paging, discovery), watch.c (watch streams and the event fan-out), admin.c
- * (the /fracgpu-test/ control paths), state.c (state files). Nothing outside e2e/apiserver includes
- * this header. Everything here runs on the loop thread.
+ * Files: server.c (lifecycle, listener, restart, threads), tls.c (--tls certificate and connections),
+ * http.c (request entry, token check, routing, reply helpers, fault rules and latency),
+ * http_objects.c (GET/POST/PUT/PATCH/DELETE of objects), http_list.c (LIST, paging),
+ * http_discovery.c (aggregated and legacy discovery), openapi.c (OpenAPI v3), table.c (Tables),
+ * watch.c (watch streams and the event fan-out), admin.c (the /fracgpu-test/ control paths), state.c
+ * (state files). Admission (CRDs, schemas, webhooks) sits below, in admit.h. Nothing outside
+ * e2e/apiserver includes this header. Everything here runs on the loop thread.
  *
  * Watches: each watch is an fg__watcher holding its evhttp request while the chunked reply is
  * open. libevent frees a request together with its connection, so a watcher is unlinked before the
@@ -40,6 +42,7 @@ struct fg__watcher {
     struct event *timeout_ev, *bookmark_ev;
     char *query;         /* the request's query, for stats */
     uint64_t sent;       /* events written to this watcher */
+    bool table;          /* events carry one-row Tables (Accept: ...;as=Table) */
 };
 
 /* Requests waiting out injected latency. */
@@ -87,12 +90,21 @@ struct fg_apiserver {
     uint64_t requests;
     pthread_t thread;
     bool thread_running;
+    struct ssl_ctx_st *ssl_ctx; /* NULL: plain HTTP */
+    char *cert_pem;             /* the server's certificate (its own CA), with ssl_ctx */
+    char *token;                /* bearer token every request must carry, or NULL */
 };
 
 /* server.c */
 enum fg_err fg__server_listen(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
 /* Closes every connection and the listener now and comes back after down_ms, keeping the data. */
 void fg__server_restart(struct fg_apiserver *srv, uint32_t down_ms);
+
+/* tls.c: the certificate and SSL_CTX (--tls), and TLS on each accepted connection. */
+enum fg_err fg__tls_init(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
+void fg__tls_cleanup(struct fg_apiserver *srv);
+/* Makes srv->http wrap connections in TLS when ssl_ctx is set (after each evhttp_new). */
+void fg__tls_attach(struct fg_apiserver *srv);
 
 /* http.c */
 void fg__http_on_request(struct evhttp_request *req, void *arg);
@@ -123,6 +135,19 @@ bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *que
 
 /* http_discovery.c: /api, /apis, /api/v1, /apis/G/V; returns false when path is none of them. */
 bool fg__http_discovery(struct fg_apiserver *srv, struct evhttp_request *req, const char *path);
+
+/* openapi.c: /openapi/v3 and /openapi/v3/{api/v1,apis/G/V}; returns false when path is none of them. */
+bool fg__http_openapi(struct fg_apiserver *srv, struct evhttp_request *req, const char *path);
+
+/* table.c: Table replies (meta.k8s.io/v1) for `kubectl get`. */
+/* Does the request's Accept header ask for a Table? */
+bool fg__table_wanted(struct evhttp_request *req);
+/* A Table with t's column definitions and no rows (a new object). */
+json_object *fg__table_new(const struct fg__type *t);
+/* Appends obj's row (cells and a PartialObjectMetadata) to a table from fg__table_new. */
+void fg__table_add_row(json_object *table, const struct fg__type *t, json_object *obj);
+/* Replies 200 with the table (borrowed) and the Table content type. */
+void fg__table_reply(struct evhttp_request *req, json_object *table);
 
 /* watch.c */
 void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,

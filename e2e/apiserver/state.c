@@ -18,6 +18,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/admit.h"
 
 enum fg_err fg__state_save(struct fg_apiserver *srv, char *errmsg)
 {
@@ -57,6 +58,22 @@ enum fg_err fg__state_save(struct fg_apiserver *srv, char *errmsg)
     return err;
 }
 
+#define CRD_RESOURCE "apiextensions.k8s.io/v1/customresourcedefinitions"
+
+static enum fg_err load_items(struct fg_apiserver *srv, const char *name, json_object *items, char *errmsg)
+{
+    const struct fg__type *type = fg__registry_find_resource(&srv->reg, name);
+    if (!type || !json_object_is_type(items, json_type_array))
+        return fg_errmsg(errmsg, FG_E_PARSE, "state file %s: unknown resource %s", srv->state_file, name);
+    for (size_t i = 0; i < json_object_array_length(items); i++) {
+        json_object *obj = json_object_array_get_idx(items, i);
+        if (!fg_json_get_str(obj, "metadata", "name", NULL))
+            return fg_errmsg(errmsg, FG_E_PARSE, "state file %s: %s item %zu has no name", srv->state_file, name, i);
+        fg__store_insert_loaded(&srv->store, type, json_object_get(obj));
+    }
+    return FG_OK;
+}
+
 enum fg_err fg__state_load(struct fg_apiserver *srv, char *errmsg)
 {
     if (access(srv->state_file, F_OK) != 0)
@@ -76,21 +93,14 @@ enum fg_err fg__state_load(struct fg_apiserver *srv, char *errmsg)
         err = fg_errmsg(errmsg, FG_E_PARSE, "state file %s lacks resourceVersion or resources", srv->state_file);
         goto out_doc;
     }
+    /* CRDs first: their custom resources can only be loaded once their types are registered */
+    json_object *crds = fg_json_get(resources, CRD_RESOURCE, NULL);
+    if (crds && (err = load_items(srv, CRD_RESOURCE, crds, errmsg)) != FG_OK)
+        goto out_doc;
+    fg__crd_sync_all(&srv->store);
     json_object_object_foreach(resources, name, items) {
-        const struct fg__type *type = fg__registry_find_resource(&srv->reg, name);
-        if (!type || !json_object_is_type(items, json_type_array)) {
-            err = fg_errmsg(errmsg, FG_E_PARSE, "state file %s: unknown resource %s", srv->state_file, name);
+        if (strcmp(name, CRD_RESOURCE) && (err = load_items(srv, name, items, errmsg)) != FG_OK)
             goto out_doc;
-        }
-        for (size_t i = 0; i < json_object_array_length(items); i++) {
-            json_object *obj = json_object_array_get_idx(items, i);
-            if (!fg_json_get_str(obj, "metadata", "name", NULL)) {
-                err = fg_errmsg(errmsg, FG_E_PARSE, "state file %s: %s item %zu has no name", srv->state_file,
-                                name, i);
-                goto out_doc;
-            }
-            fg__store_insert_loaded(&srv->store, type, json_object_get(obj));
-        }
     }
     srv->store.rv = revision;
     srv->store.floor = revision;

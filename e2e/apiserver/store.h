@@ -12,7 +12,8 @@
  * watchers. Single-threaded: only the loop thread touches the store.
  *
  * store_write.c, store_delete.c, store_bind.c and store_evict.c add the kube-apiserver semantics on top (defaults,
- * validation, preconditions, generation, status subresource, finalizers, binding, eviction); state.c saves
+ * validation, preconditions, generation, status subresource, finalizers, binding, eviction); creates and
+ * updates pass through admission (admit.h: CRDs, custom resource schemas, webhooks); state.c saves
  * and loads the objects.
  */
 #ifndef FG_E2E_APISERVER_STORE_H

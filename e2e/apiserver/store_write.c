@@ -23,6 +23,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/patch.h"
 #include "e2e/apiserver/status.h"
 #include "e2e/apiserver/store_int.h"
@@ -32,8 +33,8 @@
 
 enum fg_err fg__write_fail(json_object **out, enum fg_err err, const struct fg__type *type, const char *name,
                            json_object *details, const char *fmt, ...)
-                           {
-                           char msg[FG_ERRMSG_MAX];
+{
+    char msg[FG_ERRMSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -86,8 +87,8 @@ static bool valid_name(const char *s)
 
 enum fg_err fg__write_invalid(json_object **out, const struct fg__type *type, const char *name, const char *field,
                               const char *cause_reason, const char *detail)
-                              {
-                              json_object *details = fg__status_details(name, type->group, type->kind);
+{
+    json_object *details = fg__status_details(name, type->group, type->kind);
     fg__status_add_cause(details, cause_reason, detail, field);
     return fg__write_fail(out, FG_E_KUBE_INVALID, NULL, NULL, details, "%s \"%s\" is invalid: %s: %s", type->kind,
                           name ? name : "", field, detail);
@@ -196,6 +197,8 @@ enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, 
         fg_json_set_str(status, "phase", "Active");
         json_object_object_add(obj, "status", status);
     }
+    if ((err = fg__admit(st, type, NULL, &obj, out)) != FG_OK)
+        return err;
     *out = json_object_get(fg__store_put(st, type, obj)->obj);
     return FG_OK;
 out_put:
@@ -254,6 +257,10 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
     static const char *const carried[] = { "uid", "creationTimestamp", "deletionTimestamp" };
     for (size_t i = 0; i < sizeof(carried) / sizeof(*carried); i++)
         fg_json_set_str(meta, carried[i], fg_json_get_str(cur, "metadata", carried[i], NULL));
+    enum fg_err err = fg__admit(st, type, cur, &obj, out);
+    if (err)
+        return err;
+    meta = fg_json_get(obj, "metadata", NULL);
     int64_t gen = 1;
     fg_json_get_int64(cur, &gen, "metadata", "generation", NULL);
     if (!json_object_equal(fg_json_get(cur, "spec", NULL), fg_json_get(obj, "spec", NULL)))

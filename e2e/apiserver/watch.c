@@ -13,7 +13,8 @@
  * strings ({"type":"...","object": and }\n), so nothing is copied or serialized per watcher.
  * A watcher whose selectors stop matching an object sees DELETED, one that starts matching sees
  * ADDED. A watcher whose connection buffers more than MAX_BACKLOG bytes is a stuck consumer and is
- * dropped, as kube-apiserver does.
+ * dropped, as kube-apiserver does. A watch that asks for Tables (kubectl get -w) is the one
+ * exception to zero-copy: each of its events is parsed and sent as a one-row Table.
  */
 #include "e2e/apiserver/server.h"
 
@@ -88,12 +89,32 @@ static void send_buffer(struct fg__watcher *w, struct evbuffer *buf)
     evhttp_send_reply_chunk(w->req, buf);
 }
 
-/* Sends {"type":T,"object":<text>}\n, the object's bytes by reference. */
+static void send_json(struct fg__watcher *w, const char *type, json_object *obj);
+static json_object *parse_text(const struct fg__text *t);
+
+/* A Table watch (kubectl get -w) gets each object as a one-row Table. */
+static void send_table_event(struct fg__watcher *w, enum fg__ev_type as, struct fg__text *text)
+{
+    static const char *const names[FG__EV__COUNT] = { "ADDED", "MODIFIED", "DELETED" };
+    json_object *obj = parse_text(text);
+    json_object *table = fg__table_new(w->type);
+    fg__table_add_row(table, w->type, obj);
+    w->sent++;
+    send_json(w, names[as], table);
+    json_object_put(table);
+    json_object_put(obj);
+}
+
+/* Sends {"type":T,"object":<text>}\n, the object's bytes by reference (a Table when asked for). */
 static void send_event(struct fg__watcher *w, enum fg__ev_type as, struct fg__text *text)
 {
     static const char *const prefixes[FG__EV__COUNT] = {
         "{\"type\":\"ADDED\",\"object\":", "{\"type\":\"MODIFIED\",\"object\":", "{\"type\":\"DELETED\",\"object\":",
     };
+    if (w->table) {
+        send_table_event(w, as, text);
+        return;
+    }
     struct evbuffer *scratch = w->srv->scratch;
     evbuffer_add_reference(scratch, prefixes[as], strlen(prefixes[as]), NULL, NULL);
     fg__text_add_to_evbuffer(text, scratch);
@@ -283,13 +304,15 @@ void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const
     w->query = fg_strdup(query_text ? query_text : "");
     w->labels = labels;
     w->fields = fields;
+    w->table = fg__table_wanted(req);
     w->next = srv->watchers;
     if (w->next)
         w->next->prev = w;
     srv->watchers = w;
     srv->nwatchers++;
     evhttp_connection_set_closecb(w->evcon, fg__watch_on_connection_close, srv);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      w->table ? "application/json;as=Table;v=v1;g=meta.k8s.io" : "application/json");
     evhttp_send_reply_start(req, 200, "OK");
 
     /* sendInitialEvents (with resourceVersionMatch=NotOlderThan) streams the current state whatever

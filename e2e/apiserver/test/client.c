@@ -48,6 +48,12 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 CURLcode tc_request(const char *base, const char *method, const char *path, const char *content_type,
                     const char *body, struct tc_reply *out)
 {
+    return tc_request_with(base, method, path, content_type, NULL, body, out);
+}
+
+CURLcode tc_request_with(const char *base, const char *method, const char *path, const char *content_type,
+                         const char *header, const char *body, struct tc_reply *out)
+{
     memset(out, 0, sizeof(*out));
     CURL *h = curl_easy_init();
     char *url = fg_asprintf("%s%s", base, path);
@@ -56,6 +62,8 @@ CURLcode tc_request(const char *base, const char *method, const char *path, cons
     char *ct = fg_asprintf("Content-Type: %s", content_type ? content_type : "application/json");
     headers = curl_slist_append(headers, ct);
     headers = curl_slist_append(headers, "Expect:");
+    if (header)
+        headers = curl_slist_append(headers, header);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);

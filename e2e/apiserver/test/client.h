@@ -29,6 +29,9 @@ struct tc_reply {
 /* Performs the request; body may be NULL. Returns the curl result (CURLE_OK when a reply came). */
 CURLcode tc_request(const char *base, const char *method, const char *path, const char *content_type,
                     const char *body, struct tc_reply *out);
+/* tc_request with one more request header ("Accept: ...", "Authorization: ..."), or none when NULL. */
+CURLcode tc_request_with(const char *base, const char *method, const char *path, const char *content_type,
+                         const char *header, const char *body, struct tc_reply *out);
 void tc_reply_cleanup(struct tc_reply *r);
 /* Reason field of a Status reply, or "". */
 const char *tc_reason(const struct tc_reply *r);

@@ -1,0 +1,45 @@
+/*
+ * admit — what happens to an object between decoding and storing beyond the generic write
+ * semantics: CustomResourceDefinitions get checked and their status filled (Established), custom
+ * resources get structural-schema validation with defaults, and new pods start Pending.
+ *
+ * fg__admit runs inside every create, update and patch (store_write.c), after the write scope is
+ * applied and before the commit. It may replace *obj (taken and given back): objects share members
+ * with request bodies and stored objects, so anything that edits below the root works on a copy.
+ * fg__crd_sync runs after a write to a CRD has been committed and brings the registry in line.
+ */
+#ifndef FG_E2E_APISERVER_ADMIT_H
+#define FG_E2E_APISERVER_ADMIT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "base/err.h"
+#include "e2e/apiserver/store.h"
+
+/* Admission of obj (taken; *obj replaced by what to store) as a successor of cur (NULL on create).
+ * FG_OK, or an FG_E_KUBE_* code with *out the Status to send and *obj released. */
+enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                      json_object **out) FG_MUST_USE;
+
+/* crd.c */
+bool fg__crd_is_crd_type(const struct fg__type *type);
+/* Checks a CRD's spec and sets status (acceptedNames, NamesAccepted, Established, storedVersions). */
+enum fg_err fg__crd_admit(const struct fg__type *type, json_object *obj, json_object **out) FG_MUST_USE;
+/* Brings the registry in line with the stored CRD `name`: registers or updates the types of its served
+ * versions, or, when the CRD is gone, deletes their objects (DELETED events) and disables them. */
+void fg__crd_sync(struct fg__store *st, const char *name);
+/* fg__crd_sync for every stored CRD (after loading a state file). */
+void fg__crd_sync_all(struct fg__store *st);
+
+/* schema.c: validates obj against type->schema (an OpenAPI v3 structural schema): types, required,
+ * enum, minimum/maximum, pattern, nullable; applies defaults and prunes unknown fields (on a copy,
+ * which replaces *obj). FG_E_KUBE_INVALID with a 422 Status listing every cause. */
+enum fg_err fg__schema_admit(const struct fg__type *type, json_object **obj, json_object **out) FG_MUST_USE;
+
+/* webhook.c: calls the matching mutating (mutating) or validating webhooks for a create or update;
+ * FG_OK with *obj possibly replaced by the mutated object, or an error with *out the Status. */
+enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                              bool mutating, json_object **out) FG_MUST_USE;
+
+#endif

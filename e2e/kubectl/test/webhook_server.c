@@ -1,0 +1,197 @@
+/* webhook_server — the tests' HTTPS admission webhook; see webhook_server.h. */
+#include "e2e/kubectl/test/webhook_server.h"
+
+#include <arpa/inet.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/mem.h"
+
+#define MAX_REQUEST (1u << 20)
+
+static char *b64(const char *s, size_t n)
+{
+    char *out = fg_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    return out;
+}
+
+/* Reads one HTTP request's body (Content-Length framed); NULL on failure. */
+static char *read_request(SSL *ssl)
+{
+    struct fg_buf b;
+    fg_buf_init(&b, MAX_REQUEST);
+    char chunk[4096];
+    const char *hdr_end = NULL;
+    size_t want = 0;
+    for (;;) {
+        if (!hdr_end && (hdr_end = b.data ? strstr(b.data, "\r\n\r\n") : NULL)) {
+            const char *cl = strcasestr(b.data, "Content-Length:");
+            want = (size_t)(hdr_end - b.data) + 4 + (cl ? strtoul(cl + 15, NULL, 10) : 0);
+        }
+        if (hdr_end && b.len >= want)
+            break;
+        int n = SSL_read(ssl, chunk, sizeof(chunk));
+        if (n <= 0 || fg_buf_append(&b, chunk, (size_t)n)) {
+            fg_buf_cleanup(&b);
+            return NULL;
+        }
+    }
+    char *body = fg_strdup(strstr(b.data, "\r\n\r\n") + 4);
+    fg_buf_cleanup(&b);
+    return body;
+}
+
+static void answer(struct kcw_server *w, SSL *ssl, const char *body)
+{
+    json_object *doc = NULL;
+    if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->reviews++;
+    const char *op = fg_json_get_str(doc, "request", "operation", NULL);
+    const char *kind = fg_json_get_str(doc, "request", "kind", "kind", NULL);
+    snprintf(w->last_op, sizeof(w->last_op), "%s", op ? op : "");
+    snprintf(w->last_kind, sizeof(w->last_kind), "%s", kind ? kind : "");
+    enum kcw_mode mode = w->mode;
+    pthread_mutex_unlock(&w->mu);
+    if (mode == KCW_SLOW)
+        usleep(KCW_SLOW_MS * 1000);
+    json_object *resp = json_object_new_object();
+    fg_json_set_str(resp, "uid", fg_json_get_str(doc, "request", "uid", NULL));
+    json_object_object_add(resp, "allowed", json_object_new_boolean(mode != KCW_DENY));
+    if (mode == KCW_MUTATE) {
+        static const char patch[] =
+            "[{\"op\":\"add\",\"path\":\"/metadata/labels/mutated-by\",\"value\":\"e2e-webhook\"}]";
+        char *p = b64(patch, sizeof(patch) - 1);
+        fg_json_set_str(resp, "patchType", "JSONPatch");
+        fg_json_set_str(resp, "patch", p);
+        free(p);
+    } else if (mode == KCW_DENY) {
+        json_object *st = json_object_new_object();
+        fg_json_set_str(st, "message", "no pods today");
+        json_object_object_add(resp, "status", st);
+    }
+    json_object *out = json_object_new_object();
+    fg_json_set_str(out, "apiVersion", "admission.k8s.io/v1");
+    fg_json_set_str(out, "kind", "AdmissionReview");
+    json_object_object_add(out, "response", resp);
+    const char *text = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN);
+    char head[160];
+    int hn = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                          "Content-Length: %zu\r\nConnection: close\r\n\r\n", strlen(text));
+    SSL_write(ssl, head, hn);
+    SSL_write(ssl, text, (int)strlen(text));
+    json_object_put(out);
+    json_object_put(doc);
+}
+
+static void *serve(void *arg)
+{
+    struct kcw_server *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        bool stop = w->stop;
+        pthread_mutex_unlock(&w->mu);
+        if (stop)
+            break;
+        struct pollfd p = { .fd = w->fd, .events = POLLIN };
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        int c = accept(w->fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        struct timeval tv = { 5, 0 };
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        SSL *ssl = SSL_new(w->ctx);
+        SSL_set_fd(ssl, c);
+        if (SSL_accept(ssl) == 1) {
+            char *body = read_request(ssl);
+            if (body)
+                answer(w, ssl, body);
+            free(body);
+            SSL_shutdown(ssl);
+        }
+        SSL_free(ssl);
+        close(c);
+    }
+    return NULL;
+}
+
+static bool make_cert(struct kcw_server *w, const char *dir)
+{
+    char *cmd = fg_asprintf("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+                            "-keyout %s/wh.key -out %s/wh.crt -days 1 -subj /CN=e2e-webhook "
+                            "-addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:TRUE "
+                            ">/dev/null 2>&1", dir, dir);
+    int rc = system(cmd);
+    free(cmd);
+    char *crt = fg_asprintf("%s/wh.crt", dir), *key = fg_asprintf("%s/wh.key", dir);
+    struct fg_buf pem = { 0 };
+    char msg[FG_ERRMSG_MAX];
+    bool ok = rc == 0 && (w->ctx = SSL_CTX_new(TLS_server_method())) &&
+              SSL_CTX_use_certificate_file(w->ctx, crt, SSL_FILETYPE_PEM) == 1 &&
+              SSL_CTX_use_PrivateKey_file(w->ctx, key, SSL_FILETYPE_PEM) == 1 &&
+              fg_buf_read_file(&pem, crt, msg) == FG_OK;
+    if (ok)
+        w->ca_b64 = b64(fg_buf_str(&pem), pem.len);
+    fg_buf_cleanup(&pem);
+    free(crt);
+    free(key);
+    return ok;
+}
+
+bool kcw_start(struct kcw_server *w, const char *dir, enum kcw_mode mode)
+{
+    memset(w, 0, sizeof(*w));
+    w->fd = -1;
+    w->mode = mode;
+    pthread_mutex_init(&w->mu, NULL);
+    if (!make_cert(w, dir)) {
+        fprintf(stderr, "webhook server: cannot make a certificate with the openssl command\n");
+        return false;
+    }
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(sa);
+    w->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (w->fd < 0 || bind(w->fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(w->fd, 16) ||
+        getsockname(w->fd, (struct sockaddr *)&sa, &len)) {
+        fprintf(stderr, "webhook server: cannot listen on 127.0.0.1\n");
+        return false;
+    }
+    w->port = ntohs(sa.sin_port);
+    return pthread_create(&w->thread, NULL, serve, w) == 0;
+}
+
+void kcw_stop(struct kcw_server *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_mutex_unlock(&w->mu);
+    if (w->port)
+        pthread_join(w->thread, NULL);
+    if (w->fd >= 0)
+        close(w->fd);
+    SSL_CTX_free(w->ctx);
+    free(w->ca_b64);
+    pthread_mutex_destroy(&w->mu);
+}
+
+unsigned kcw_reviews(struct kcw_server *w)
+{
+    pthread_mutex_lock(&w->mu);
+    unsigned n = w->reviews;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
