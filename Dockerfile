@@ -1,0 +1,25 @@
+# The single fracgpu image: every role (operator, node agent, ...) is a subcommand of /usr/local/bin/fracgpu.
+#   docker build -t ghcr.io/fracgpu/fracgpu:0.1.0 .
+
+# ---- build: the whole CMake project in release mode, without sanitizers, tests run ----
+FROM debian:bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends build-essential cmake pkg-config \
+      libcurl4-openssl-dev libjson-c-dev libyaml-dev libssl-dev libevent-dev libcmocka-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DFG_SANITIZE=OFF \
+ && cmake --build /build --target fracgpu -j"$(nproc)" \
+ && install -m 0755 /build/bin/fracgpu /usr/local/bin/fracgpu
+
+# ---- runtime: the shared libraries fracgpu links, CA certificates, nothing else ----
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates libcurl4 libjson-c5 libyaml-0-2 libssl3 \
+      libevent-2.1-7 libevent-pthreads-2.1-7 libevent-openssl-2.1-7 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /usr/local/bin/fracgpu /usr/local/bin/fracgpu
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/fracgpu"]
+CMD ["operator"]
