@@ -1,0 +1,214 @@
+/* exporter — the sampler thread and the published snapshot; see exporter.h. */
+#include "exporter/exporter.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "exporter/metrics.h"
+#include "exporter/nvml.h"
+#include "exporter/sample.h"
+#include "exporter/usage.h"
+
+#define FG_EXPORTER_DEFAULT_INTERVAL_NS (10 * FG_NS_PER_S)
+
+struct fg_exporter {
+    struct fg_exporter_opts opts;
+    struct fg_pods *pods;
+    struct fg_nvml nv;
+    struct fg_sampler sampler;
+    struct fg_exporter_health health;
+    char last_problem[FG_ERRMSG_MAX];   /* the NVML problem last logged, "" when none */
+
+    pthread_mutex_t mu;                 /* guards text, stopping */
+    pthread_cond_t cv;
+    char *text;
+    bool stopping;
+    bool running;
+    pthread_t thread;
+};
+
+/* Logs an NVML problem when it starts or changes; a repeat stays quiet. */
+static void problem(struct fg_exporter *e, const char *msg)
+{
+    if (strcmp(e->last_problem, msg) == 0)
+        return;
+    snprintf(e->last_problem, sizeof e->last_problem, "%s", msg);
+    fg_log(FG_LOG_ERROR, "exporter", "NVML unavailable, GPU metrics paused, retrying every interval: %s", msg);
+}
+
+static void recovered(struct fg_exporter *e)
+{
+    if (!e->last_problem[0])
+        return;
+    e->last_problem[0] = '\0';
+    fg_log(FG_LOG_INFO, "exporter", "NVML answering again");
+}
+
+/* Reads NVML into *smp; false (and NVML closed for a fresh start next time) when it cannot. */
+static bool read_nvml(struct fg_exporter *e, struct fg_sample *smp)
+{
+    char msg[FG_ERRMSG_MAX] = "";
+    memset(smp, 0, sizeof *smp);
+    if (!e->nv.dl) {
+        if (fg_nvml_open(e->opts.nvml_lib, &e->nv, msg) != FG_OK) {
+            problem(e, msg);
+            return false;
+        }
+        fg_sampler_init(&e->sampler, &e->nv);
+    }
+    if (fg_sample_take(&e->sampler, smp, msg) != FG_OK) {
+        problem(e, msg);
+        fg_sampler_cleanup(&e->sampler);
+        fg_nvml_close(&e->nv);
+        return false;
+    }
+    recovered(e);
+    for (size_t i = 0; i < smp->ndevs; i++)
+        if (smp->devs[i].error[0])
+            fg_log(FG_LOG_WARN, "exporter", "GPU %u%s%s: %s", smp->devs[i].index, smp->devs[i].uuid[0] ? " " : "",
+                   smp->devs[i].uuid, smp->devs[i].error);
+    return true;
+}
+
+void fg_exporter_sample(struct fg_exporter *e)
+{
+    uint64_t t0 = fg_clock_mono_ns();
+    struct fg_sample smp;
+    struct fg_usage u = { NULL, 0, 0 };
+    bool ok = read_nvml(e, &smp);
+    if (ok)
+        fg_usage_build(&smp, e->opts.proc_root, e->pods, &u);
+
+    struct fg_exporter_health *h = &e->health;
+    h->samples++;
+    h->nvml_up = ok;
+    h->pods_synced = fg_pods_synced(e->pods);
+    if (!ok)
+        h->sample_failures++;
+    else
+        h->last_success_unix = (double)fg_clock_wall_ms() / 1000.0;
+    h->reading_errors += smp.nerrors;
+    h->unattributed = u.unattributed;
+    h->sample_seconds = (double)(fg_clock_mono_ns() - t0) / 1e9;
+
+    struct fg_buf b;
+    fg_buf_init(&b, 0);
+    fg_metrics_render(&b, e->opts.node, ok ? &smp : NULL, ok ? &u : NULL, e->opts.dcgm_aliases, h);
+    char *text = fg_buf_take(&b);
+    fg_usage_cleanup(&u);
+    fg_sample_cleanup(&smp);
+
+    pthread_mutex_lock(&e->mu);
+    char *old = e->text;
+    e->text = text;
+    pthread_mutex_unlock(&e->mu);
+    free(old);
+    malloc_trim(0);   /* give the sample's scratch memory back: the exporter idles between samples */
+}
+
+struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct fg_pods *pods)
+{
+    struct fg_exporter *e = fg_calloc(1, sizeof *e);
+    e->opts = *opts;
+    if (!e->opts.proc_root)
+        e->opts.proc_root = "/proc";
+    if (!e->opts.interval_ns)
+        e->opts.interval_ns = FG_EXPORTER_DEFAULT_INTERVAL_NS;
+    e->pods = pods;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    struct fg_buf b;
+    fg_buf_init(&b, 0);
+    fg_metrics_render(&b, e->opts.node, NULL, NULL, false, &e->health);
+    e->text = fg_buf_take(&b);
+    return e;
+}
+
+static void *sampler_main(void *ud)
+{
+    struct fg_exporter *e = ud;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (;;) {
+        uint64_t ns = (uint64_t)next.tv_nsec + e->opts.interval_ns;
+        next.tv_sec += (time_t)(ns / FG_NS_PER_S);
+        next.tv_nsec = (long)(ns % FG_NS_PER_S);
+        pthread_mutex_lock(&e->mu);
+        while (!e->stopping && pthread_cond_timedwait(&e->cv, &e->mu, &next) != ETIMEDOUT) {
+        }
+        bool stop = e->stopping;
+        pthread_mutex_unlock(&e->mu);
+        if (stop)
+            return NULL;
+        fg_exporter_sample(e);
+    }
+}
+
+enum fg_err fg_exporter_start(struct fg_exporter *e, char *errmsg)
+{
+    fg_exporter_sample(e);
+    int rc = pthread_create(&e->thread, NULL, sampler_main, e);
+    if (rc)
+        return fg_errmsg(errmsg, FG_E_INTERNAL, "cannot start the sampler thread: %s", strerror(rc));
+    e->running = true;
+    return FG_OK;
+}
+
+void fg_exporter_free(struct fg_exporter *e)
+{
+    if (!e)
+        return;
+    if (e->running) {
+        pthread_mutex_lock(&e->mu);
+        e->stopping = true;
+        pthread_cond_signal(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    fg_sampler_cleanup(&e->sampler);
+    fg_nvml_close(&e->nv);
+    pthread_cond_destroy(&e->cv);
+    pthread_mutex_destroy(&e->mu);
+    free(e->text);
+    free(e);
+}
+
+void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out)
+{
+    pthread_mutex_lock(&e->mu);
+    enum fg_err err = fg_buf_puts(out, e->text);   /* fails only past a limit the caller set */
+    (void)err;
+    pthread_mutex_unlock(&e->mu);
+}
+
+enum fg_err fg_exporter_parse_duration(const char *s, uint64_t *ns)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || v == 0 || *s == '-' || *s == '+')
+        return FG_E_INVAL;
+    static const struct { const char *unit; uint64_t ns; } units[] = {
+        { "ms", FG_NS_PER_MS }, { "s", FG_NS_PER_S }, { "m", 60 * FG_NS_PER_S }, { "h", 3600 * FG_NS_PER_S },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].unit) == 0) {
+            if (v > UINT64_MAX / units[i].ns)
+                return FG_E_INVAL;
+            *ns = v * units[i].ns;
+            return FG_OK;
+        }
+    return FG_E_INVAL;
+}

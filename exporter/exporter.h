@@ -1,0 +1,50 @@
+/*
+ * exporter — background sampling and the snapshot a scrape serves.
+ *
+ * A sampler thread wakes every `interval`, reads NVML (sample.c), attributes processes to pods
+ * (usage.c) and renders the whole exposition (metrics.c) into a new text, which then replaces the
+ * published one under a mutex. A scrape only copies that text, so it never waits on NVML, /proc or
+ * the API server, and costs the same however slow the driver is.
+ *
+ * NVML is opened lazily and reopened after failures: no library, no driver, or a device count that
+ * fails all leave the exporter running with its health metrics saying so (fracgpu_exporter_nvml_up
+ * 0), a log line when the condition starts or changes, one when it clears, and a new attempt every
+ * interval.
+ *
+ * Ownership: the exporter owns its NVML handle, sampler and texts, and borrows `pods` (may be NULL)
+ * and the option strings, which must outlive it.
+ */
+#ifndef FG_EXPORTER_EXPORTER_H
+#define FG_EXPORTER_EXPORTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "exporter/pods.h"
+
+struct fg_exporter_opts {
+    const char *node;          /* required */
+    const char *nvml_lib;      /* NULL: libnvidia-ml.so.1 */
+    const char *proc_root;     /* NULL: /proc */
+    uint64_t interval_ns;      /* 0: 10 s */
+    bool dcgm_aliases;
+};
+
+struct fg_exporter;
+
+struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct fg_pods *pods);
+/* Stops the sampler (if started) and frees everything. NULL is ignored. */
+void fg_exporter_free(struct fg_exporter *e);
+/* Takes one sample now and publishes it (on the caller's thread; not while the sampler runs). */
+void fg_exporter_sample(struct fg_exporter *e);
+/* Takes a first sample, then starts the sampler thread. */
+enum fg_err fg_exporter_start(struct fg_exporter *e, char *errmsg) FG_MUST_USE;
+/* Appends the published exposition to out. Any thread. */
+void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out);
+
+/* Parses "250ms", "10s", "1m", "1h" (a positive integer and a unit). */
+enum fg_err fg_exporter_parse_duration(const char *s, uint64_t *ns) FG_MUST_USE;
+
+#endif

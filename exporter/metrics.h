@@ -1,0 +1,41 @@
+/*
+ * metrics — a sample and its per-pod usage as Prometheus text exposition (format 0.0.4).
+ *
+ * Families, each with HELP and TYPE once and its series together:
+ *   fracgpu_gpu_info, fracgpu_gpu_memory_{total,used,reserved}_bytes, fracgpu_gpu_utilization_ratio
+ *     labelled node, gpu, uuid, model (and gpu_instance for a MIG instance);
+ *   fracgpu_pod_gpu_utilization_ratio, fracgpu_pod_gpu_memory_used_bytes with namespace, pod and
+ *     container added — rows of processes in no pod carry only the device labels;
+ *   DCGM_FI_DEV_GPU_UTIL (percent) and DCGM_FI_DEV_FB_USED (MiB) per pod when aliases are on;
+ *   fracgpu_exporter_* health.
+ * Unknown values are left out, never written as 0. Label values are escaped (\\, ", newline), no
+ * sample has a timestamp, and the text ends with a newline.
+ */
+#ifndef FG_EXPORTER_METRICS_H
+#define FG_EXPORTER_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "exporter/usage.h"
+
+struct fg_exporter_health {
+    bool nvml_up;
+    bool pods_synced;
+    uint64_t samples;          /* samples taken */
+    uint64_t sample_failures;  /* samples that could not read NVML at all */
+    uint64_t reading_errors;   /* failed device readings, summed over samples */
+    uint64_t unattributed;     /* processes whose pod could not be told in the last sample */
+    double sample_seconds;     /* duration of the last sample */
+    double last_success_unix;  /* wall time of the last good sample, 0 = never */
+};
+
+/* Appends the exposition to out (smp and u may be NULL: health only). */
+void fg_metrics_render(struct fg_buf *out, const char *node, const struct fg_sample *smp, const struct fg_usage *u,
+                       bool dcgm_aliases, const struct fg_exporter_health *h);
+
+/* Appends s to out with Prometheus label-value escaping. */
+void fg_metrics_escape(struct fg_buf *out, const char *s);
+
+#endif

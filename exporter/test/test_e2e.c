@@ -1,0 +1,370 @@
+/*
+ * test_e2e — the exporter as a process: the test API server holds this node's pods (one with no GPU
+ * request), the fake NVML reports their processes, a fake proc tree maps PIDs to pods through
+ * several cgroup formats, and the test checks /metrics and /healthz, runs promtool on the scrape,
+ * has a real Prometheus scrape the exporter and finds the per-pod series through its query API, then
+ * breaks NVML under the running exporter and stops it with SIGTERM (a clean exit, ASan included).
+ * Every wait is bounded; every server listens on 127.0.0.1 with a port picked by the kernel.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "e2e/tests/harness.h"
+#include "fake_state.h"
+
+extern char **environ;
+
+#define NODE "gpu-node-1"
+#define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define CID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define CID_C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+static struct fg_harness h;
+static char dir[64];
+static pid_t exporter_pid, prometheus_pid;   /* killed by the teardown when a check failed first */
+
+/* GET url into body; returns the HTTP status (0 on transport failure). */
+static long http_get(const char *url, struct fg_buf *body)
+{
+    fg_buf_reset(body);
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fg_test_curl_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    long code = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+/* Polls url every 100 ms until the body contains want; bounded. */
+static bool wait_for(const char *url, const char *want, unsigned timeout_ms, struct fg_buf *body)
+{
+    for (unsigned t = 0; t < timeout_ms; t += 100) {
+        if (http_get(url, body) == 200 && strstr(fg_buf_str(body), want))
+            return true;
+        fg_test_sleep_ms(100);
+    }
+    return false;
+}
+
+/* Creates a pod on `node` with one container and its status; returns its UID (caller frees). */
+static char *make_pod(const char *ns, const char *name, const char *node, const char *container, const char *cid)
+{
+    char json[1024], path[256];
+    snprintf(json, sizeof json,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\"},"
+             "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"%s\",\"image\":\"cuda\"}]}}",
+             name, ns, node, container);
+    json_object *obj = NULL, *out = NULL;
+    assert_int_equal(fg_json_parse(json, strlen(json), 0, &obj, NULL), FG_OK);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods", ns);
+    assert_int_equal(fg_kube_create(h.client, path, obj, &out, NULL), FG_OK);
+    char *uid = strdup(fg_json_get_str(out, "metadata", "uid", NULL));
+    json_object_put(obj);
+    json_object_put(out);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    snprintf(json, sizeof json,
+             "{\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"%s\",\"containerID\":"
+             "\"containerd://%s\",\"ready\":true,\"restartCount\":0,\"image\":\"cuda\",\"imageID\":\"\"}]}}",
+             container, cid);
+    assert_int_equal(fg_kube_patch(h.client, path, FG_KUBE_PATCH_MERGE, json, NULL, NULL), FG_OK);
+    return uid;
+}
+
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t sl = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static pid_t spawn(char *const argv[], const char *log_path)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+/* SIGTERM, then up to timeout_ms for the exit; SIGKILL after that. Returns the wait status. */
+static int stop(pid_t pid, unsigned timeout_ms)
+{
+    kill(pid, SIGTERM);
+    int st = 0;
+    for (unsigned t = 0; t < timeout_ms; t += 50) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        fg_test_sleep_ms(50);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return -1;
+}
+
+static void read_file(const char *path, struct fg_buf *b)
+{
+    fg_buf_reset(b);
+    assert_int_equal(fg_buf_read_file(b, path, NULL), FG_OK);
+}
+
+static void prometheus_check(unsigned port, struct fg_buf *body)
+{
+    if (access("/usr/bin/prometheus", X_OK) != 0) {
+        fprintf(stderr, "prometheus not installed: the scrape check is skipped\n");
+        return;
+    }
+    char cfg[128], data[128], log[128], listen[64], url[256];
+    snprintf(cfg, sizeof cfg, "%s/prometheus.yml", dir);
+    snprintf(data, sizeof data, "--storage.tsdb.path=%s/tsdb", dir);
+    snprintf(log, sizeof log, "%s/prometheus.log", dir);
+    uint16_t pport = free_port();
+    snprintf(listen, sizeof listen, "--web.listen-address=127.0.0.1:%u", pport);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fprintf(f, "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"
+               "  - job_name: fracgpu-exporter\n    static_configs:\n      - targets: ['127.0.0.1:%u']\n", port);
+    fclose(f);
+    char cfgarg[160];
+    snprintf(cfgarg, sizeof cfgarg, "--config.file=%s", cfg);
+    char *const argv[] = { "/usr/bin/prometheus", cfgarg, data, listen, "--log.level=warn", NULL };
+    pid_t pid = prometheus_pid = spawn(argv, log);
+    snprintf(url, sizeof url,
+             "http://127.0.0.1:%u/api/v1/query?query=fracgpu_pod_gpu_memory_used_bytes%%7Bpod%%3D%%22trainer-0%%22%%7D",
+             pport);
+    bool found = wait_for(url, "\"pod\":\"trainer-0\"", 30000, body);
+    if (found) {
+        assert_non_null(strstr(fg_buf_str(body), "\"namespace\":\"ml\""));
+        assert_non_null(strstr(fg_buf_str(body), "\"container\":\"trainer\""));
+        assert_non_null(strstr(fg_buf_str(body), "\"node\":\"" NODE "\""));
+        assert_non_null(strstr(fg_buf_str(body), "\"1073741824\""));
+    }
+    snprintf(url, sizeof url,
+             "http://127.0.0.1:%u/api/v1/query?query=count(fracgpu_pod_gpu_utilization_ratio%%7Bnamespace%%3D%%22ml%%22%%7D)",
+             pport);
+    bool counted = found && wait_for(url, "\"value\":[", 5000, body);
+    stop(pid, 10000);
+    prometheus_pid = 0;
+    if (!found || !counted) {
+        struct fg_buf l;
+        fg_buf_init(&l, 0);
+        read_file(log, &l);
+        fprintf(stderr, "prometheus log:\n%s\nlast reply: %s\n", fg_buf_str(&l), fg_buf_str(body));
+        fg_buf_cleanup(&l);
+        fail_msg("Prometheus did not return the per-pod series");
+    }
+}
+
+static void test_exporter_process(void **state)
+{
+    (void)state;
+    fg_log_set_level(FG_LOG_WARN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    fg_test_fake_dir(dir);
+    char msg[FG_ERRMSG_MAX] = "";
+    if (fg_harness_start(&h, NULL, msg) != FG_OK)
+        fail_msg("harness: %s", msg);
+    assert_int_equal(fg_harness_namespace(&h, "ml"), FG_OK);
+
+    char *uid_a = make_pod("ml", "trainer-0", NODE, "trainer", CID_A);        /* holds no GPU request */
+    char *uid_b = make_pod("default", "notebook", NODE, "jupyter", CID_B);
+    char *uid_c = make_pod("ml", "elsewhere", "other-node", "x", CID_C);     /* not this node's */
+
+    char cg[512], uid_us[40];
+    snprintf(uid_us, sizeof uid_us, "%s", uid_a);
+    for (char *p = uid_us; *p; p++)
+        *p = *p == '-' ? '_' : *p;
+    snprintf(cg, sizeof cg, "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/"
+                            "cri-containerd-" CID_A ".scope\n", uid_us);
+    fg_test_fake_cgroup(dir, 100, cg);
+    fg_test_fake_cgroup(dir, 101, cg);   /* a second process of the same container */
+    snprintf(cg, sizeof cg, "11:memory:/kubepods/burstable/pod%s/" CID_B "\n", uid_b);
+    fg_test_fake_cgroup(dir, 102, cg);
+    fg_test_fake_cgroup(dir, 107, cg);   /* the same container, on a MIG instance of GPU 1 */
+    snprintf(cg, sizeof cg, "0::/kubepods/pod%s/" CID_C "\n", uid_c);
+    fg_test_fake_cgroup(dir, 103, cg);
+    fg_test_fake_cgroup(dir, 104, "0::/system.slice/nvidia-persistenced.service\n");
+    fg_test_fake_cgroup(dir, 105, "\xff\xfe garbage \x01\n");
+    /* 106 has exited: no /proc entry; 108's cgroup cannot be read (a directory, whoever reads it) */
+    char d108[160];
+    snprintf(d108, sizeof d108, "%s/proc/108", dir);
+    mkdir(d108, 0755);
+    snprintf(d108, sizeof d108, "%s/proc/108/cgroup", dir);
+    mkdir(d108, 0755);
+    fg_test_fake_state(dir,
+        "{\"gpus\":[{\"uuid\":\"GPU-e2e\",\"name\":\"NVIDIA A100-SXM4-40GB\",\"total\":42949672960,"
+        "\"used\":3221225472,\"reserved\":536870912,\"util\":64,\"procs\":["
+        "{\"pid\":100,\"used\":536870912},{\"pid\":101,\"used\":536870912},{\"pid\":102,\"used\":1048576},"
+        "{\"pid\":103,\"used\":2097152},{\"pid\":104,\"used\":4194304},{\"pid\":105,\"used\":1},{\"pid\":106,\"used\":1},"
+        "{\"pid\":108,\"used\":1}],"
+        "\"samples\":[{\"pid\":100,\"ts\":0,\"sm\":30},{\"pid\":101,\"ts\":0,\"sm\":20},{\"pid\":102,\"ts\":0,\"sm\":5}]},"
+        "{\"uuid\":\"GPU-mig\",\"name\":\"NVIDIA H100 80GB HBM3\",\"total\":85899345920,\"gpm\":true,"
+        "\"procs\":[{\"pid\":107,\"used\":2048,\"gi\":1,\"ci\":0}],"
+        "\"mig\":[{\"gi\":1,\"uuid\":\"MIG-e2e\",\"total\":10737418240,\"used\":4096,\"sm\":77}]}]}");
+
+    char proc_root[96], log_path[128];
+    snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
+    snprintf(log_path, sizeof log_path, "%s/exporter.log", dir);
+    char *const argv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
+                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
+                           "--interval", "200ms", "--dcgm-aliases", NULL };
+    pid_t pid = exporter_pid = spawn(argv, log_path);
+    unsigned port = fg_test_exporter_port(log_path);
+    assert_true(port > 0);
+
+    struct fg_buf body;
+    fg_buf_init(&body, 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz", port);
+    assert_int_equal(http_get(url, &body), 200);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/nope", port);
+    assert_int_equal(http_get(url, &body), 404);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", port);
+    assert_true(wait_for(url, "pod=\"notebook\"", 10000, &body));
+    assert_true(wait_for(url, "pod=\"trainer-0\"", 10000, &body));
+    /* MIG with GPM: the instance's SM activity is its only pod's, from the second sample on */
+    assert_true(wait_for(url, "fracgpu_pod_gpu_utilization_ratio{node=\"" NODE "\",gpu=\"1\",uuid=\"MIG-e2e\","
+                              "model=\"NVIDIA H100 80GB HBM3\",gpu_instance=\"1\",namespace=\"default\",pod=\"notebook\","
+                              "container=\"jupyter\"} 0.77\n", 10000, &body));
+    const char *t = fg_buf_str(&body);
+    assert_non_null(strstr(t, "fracgpu_pod_gpu_memory_used_bytes{node=\"" NODE "\",gpu=\"0\",uuid=\"GPU-e2e\","
+                              "model=\"NVIDIA A100-SXM4-40GB\",namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\"} "
+                              "1073741824\n"));
+    assert_non_null(strstr(t, "fracgpu_pod_gpu_utilization_ratio{node=\"" NODE "\",gpu=\"0\",uuid=\"GPU-e2e\","
+                              "model=\"NVIDIA A100-SXM4-40GB\",namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\"} "
+                              "0.50\n"));
+    assert_non_null(strstr(t, "namespace=\"default\",pod=\"notebook\",container=\"jupyter\"} 1048576\n"));
+    assert_null(strstr(t, "pod=\"elsewhere\""));   /* another node's pod is not known here */
+    /* host process, the other node's pod and the unreadable ones: one row without pod labels */
+    assert_non_null(strstr(t, "model=\"NVIDIA A100-SXM4-40GB\"} 6291459\n"));
+    assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{Hostname=\"" NODE "\",gpu=\"0\",UUID=\"GPU-e2e\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\"} 1024\n"));
+    assert_non_null(strstr(t, "fracgpu_gpu_memory_reserved_bytes{node=\"" NODE "\",gpu=\"0\",uuid=\"GPU-e2e\","
+                              "model=\"NVIDIA A100-SXM4-40GB\"} 536870912\n"));
+    assert_non_null(strstr(t, "fracgpu_exporter_unattributed_processes{node=\"" NODE "\"} 3\n"));
+    assert_non_null(strstr(t, "fracgpu_exporter_pods_synced{node=\"" NODE "\"} 1\n"));
+
+    /* promtool on what was served */
+    char path[128];
+    snprintf(path, sizeof path, "%s/scrape.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs(t, f);
+    fclose(f);
+    /* fracgpu's own families pass clean; the DCGM aliases keep DCGM's label names (UUID, modelName,
+     * Hostname) for its dashboards, and the only thing promtool may say about them is that lint */
+    char cmd[512];
+    if (access("/usr/bin/promtool", X_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "grep -v DCGM_FI_ %s | promtool check metrics", path);
+        assert_int_equal(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1 | grep -v "
+                 "\"^DCGM_FI_DEV_[A-Z_]* label names should be written in 'snake_case' not 'camelCase'$\"", path);
+        assert_int_not_equal(system(cmd), 0);   /* grep found no other line */
+    }
+
+    prometheus_check(port, &body);
+
+    /* NVML breaks under the running exporter: still serving, health says so, a clear log line */
+    fg_test_fake_state(dir, "{\"count_error\":\"gpu_is_lost\",\"gpus\":[]}");
+    assert_true(wait_for(url, "fracgpu_exporter_nvml_up{node=\"" NODE "\"} 0\n", 5000, &body));
+    assert_null(strstr(fg_buf_str(&body), "pod=\"trainer-0\""));
+    fg_test_fake_state(dir, "{\"gpus\":[{\"uuid\":\"GPU-e2e\",\"error\":\"gpu_is_lost\"}]}");
+    assert_true(wait_for(url, "fracgpu_exporter_nvml_up{node=\"" NODE "\"} 1\n", 5000, &body));
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz", port);
+    assert_int_equal(http_get(url, &body), 200);
+
+    int st = stop(pid, 10000);
+    exporter_pid = 0;
+    struct fg_buf log;
+    fg_buf_init(&log, 0);
+    read_file(log_path, &log);
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        fail_msg("exporter did not exit cleanly (status %d); log:\n%s", st, fg_buf_str(&log));
+    assert_non_null(strstr(fg_buf_str(&log), "NVML unavailable"));
+    assert_non_null(strstr(fg_buf_str(&log), "GPU is lost"));
+    assert_non_null(strstr(fg_buf_str(&log), "pid 105: cannot tell its pod"));
+    assert_non_null(strstr(fg_buf_str(&log), "pid 108: cannot tell its pod"));
+    fg_buf_cleanup(&log);
+    fg_buf_cleanup(&body);
+    free(uid_a);
+    free(uid_b);
+    free(uid_c);
+    fg_harness_stop(&h);
+    fg_test_fake_rm(dir);
+    curl_global_cleanup();
+}
+
+static void test_bad_usage(void **state)
+{
+    (void)state;
+    char dir2[64], log_path[128];
+    fg_test_fake_dir(dir2);
+    snprintf(log_path, sizeof log_path, "%s/log", dir2);
+    static const char *const cases[][4] = {
+        { "--listen", "127.0.0.1:0", NULL, NULL },                            /* no node name */
+        { "--node-name", "n", "--interval", "fast" },
+        { "--node-name", "n", "--bogus", NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *argv[7] = { FG_FRACGPU, "exporter" };
+        for (int k = 0; k < 4 && cases[i][k]; k++)
+            argv[k + 2] = (char *)cases[i][k];
+        pid_t pid = spawn(argv, log_path);
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 2);
+    }
+    fg_test_fake_rm(dir2);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (prometheus_pid > 0)
+        stop(prometheus_pid, 5000);
+    if (exporter_pid > 0)
+        stop(exporter_pid, 5000);
+    prometheus_pid = exporter_pid = 0;
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_usage),
+        cmocka_unit_test_teardown(test_exporter_process, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

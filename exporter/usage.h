@@ -1,0 +1,50 @@
+/*
+ * usage — GPU usage per pod and container: a sample's processes attributed and summed.
+ *
+ * fg_usage_build maps every process of a sample to its pod (cgroup.c, then pods.c) and sums memory
+ * and SM utilization per device and (namespace, pod, container). Processes in no pod (host daemons,
+ * or pods this node's watch does not know yet) are summed into one row per device without pod
+ * names. A process whose cgroup file cannot be read — it exited mid-sample, or /proc hides it — is
+ * counted as unattributed and logged at debug level (exited) or warn level (anything else); it
+ * never fails the build.
+ *
+ * A MIG instance has no per-process SM figures; when GPM gives the instance's own and one pod alone
+ * runs on it, that pod's row gets the instance's figure.
+ *
+ * Ownership: the usage borrows the sample's devices; free it (fg_usage_cleanup) before the sample.
+ */
+#ifndef FG_EXPORTER_USAGE_H
+#define FG_EXPORTER_USAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exporter/pods.h"
+#include "exporter/sample.h"
+
+struct fg_pod_usage {
+    bool in_pod;               /* false: the row of processes in no pod */
+    struct fg_pod_ref ref;
+    bool mem_known;
+    uint64_t mem_used;         /* bytes, summed over the row's processes */
+    int util;                  /* SM percent summed (capped at 100); -1 unknown */
+};
+
+struct fg_device_usage {
+    const struct fg_device_sample *dev;   /* borrowed */
+    struct fg_pod_usage *rows;
+    size_t nrows;
+};
+
+struct fg_usage {
+    struct fg_device_usage *devs;         /* parallel to the sample's devs */
+    size_t ndevs;
+    size_t unattributed;                  /* processes whose cgroup could not be read or parsed */
+};
+
+/* pods may be NULL (no pod names: every process lands in its device's no-pod row). */
+void fg_usage_build(const struct fg_sample *smp, const char *proc_root, struct fg_pods *pods, struct fg_usage *out);
+void fg_usage_cleanup(struct fg_usage *u);
+
+#endif
