@@ -18,6 +18,8 @@ struct command {
 
 static const struct command commands[] = {
     { "version", "print the fracgpu version", fg_cmd_version },
+    { "exporter", "serve per-pod GPU compute and memory as Prometheus metrics (node agent)", fg_cmd_exporter },
+    { "operator", "run the operator: informers, policy reconciler, health and metrics", fg_cmd_operator },
     { "replay", "replay a GPU trace through the scheduler (placement experiment)", fg_cmd_replay },
 };
 
