@@ -203,6 +203,7 @@ int main(int argc, char **argv)
         bool cut;
     } modes[] = {
         { "decoder-only", NULL, true, false },
+        { "decoder+cut", NULL, true, true },
         { "no-transform", NULL, false, false },
         { "pod-transform", fg_transform_pod, false, false },
         { "pod+cut", fg_transform_pod, false, true },   /* what the operator's informers run */

@@ -2,9 +2,12 @@
 #include "transform.h"
 
 #include <stdbool.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
+#include "base/mem.h"
 
 #define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
 #define MAX_SEGMENT 128
@@ -130,10 +133,112 @@ json_object *fg_transform_keep(json_object *obj, const char *const *paths)
     return out;
 }
 
+/* ---- pruning in place: the same result as fg_transform_keep, without building a new tree ---- */
+
+/* A path list compiled into a tree of segments. */
+struct prune_node {
+    char key[MAX_SEGMENT];
+    bool each;                  /* "key[]": apply the children to every element of an array */
+    bool whole;                 /* a path ends here: keep the whole value */
+    struct prune_node *kids;
+    size_t nkids;
+};
+
+static struct prune_node *prune_child(struct prune_node *n, const char *seg, size_t len)
+{
+    bool each = len >= 2 && seg[len - 2] == '[' && seg[len - 1] == ']';
+    size_t key_len = each ? len - 2 : len;
+    if (key_len == 0 || key_len >= MAX_SEGMENT)
+        return NULL;
+    for (size_t i = 0; i < n->nkids; i++)
+        if (n->kids[i].each == each && strlen(n->kids[i].key) == key_len && !memcmp(n->kids[i].key, seg, key_len))
+            return &n->kids[i];
+    n->kids = fg_realloc(n->kids, (n->nkids + 1) * sizeof *n->kids);
+    struct prune_node *c = &n->kids[n->nkids++];
+    memset(c, 0, sizeof *c);
+    memcpy(c->key, seg, key_len);
+    c->each = each;
+    return c;
+}
+
+static void prune_compile(struct prune_node *root, const char *const *paths)
+{
+    memset(root, 0, sizeof *root);
+    for (size_t i = 0; paths[i]; i++) {
+        struct prune_node *n = root;
+        for (const char *seg = paths[i]; n && *seg;) {
+            const char *dot = strchr(seg, '.');
+            size_t len = dot ? (size_t)(dot - seg) : strlen(seg);
+            n = prune_child(n, seg, len);
+            if (n && !dot)
+                n->whole = true;
+            seg = dot ? dot + 1 : seg + len;
+        }
+    }
+}
+
+static void prune(const struct prune_node *n, json_object *obj);
+
+/* Prunes each element of an array as an object below c; other elements become null, as keep does. */
+static void prune_each(const struct prune_node *c, json_object *arr)
+{
+    size_t len = json_object_array_length(arr);
+    for (size_t i = 0; i < len; i++) {
+        json_object *e = json_object_array_get_idx(arr, i);
+        if (c->whole)
+            continue;
+        if (json_object_is_type(e, json_type_object))
+            prune(c, e);
+        else
+            json_object_array_put_idx(arr, i, NULL);
+    }
+}
+
+/* Deletes from obj every member no path of n reaches. */
+static void prune(const struct prune_node *n, json_object *obj)
+{
+    const char *stack[32], **doomed = stack;   /* keys stay valid until their member is deleted */
+    size_t ndoomed = 0, cap = sizeof stack / sizeof stack[0];
+    json_object_object_foreach(obj, key, val) {
+        const struct prune_node *c = NULL;
+        for (size_t i = 0; i < n->nkids && !c; i++)
+            if (!strcmp(n->kids[i].key, key))
+                c = &n->kids[i];
+        bool keep = c && (c->each ? json_object_is_type(val, json_type_array)
+                                  : c->whole || json_object_is_type(val, json_type_object));
+        if (keep && c->each)
+            prune_each(c, val);
+        else if (keep && !c->whole)
+            prune(c, val);
+        if (!keep) {
+            if (ndoomed == cap) {
+                cap *= 2;
+                doomed = doomed == stack ? memcpy(fg_malloc(cap * sizeof *doomed), stack, sizeof stack)
+                                         : fg_realloc(doomed, cap * sizeof *doomed);
+            }
+            doomed[ndoomed++] = key;
+        }
+    }
+    for (size_t i = 0; i < ndoomed; i++)   /* never while iterating: json-c frees the entry */
+        json_object_object_del(obj, doomed[i]);
+    if (doomed != stack)
+        free(doomed);
+}
+
+static struct prune_node pod_tree;
+static pthread_once_t pod_tree_once = PTHREAD_ONCE_INIT;
+
+static void compile_pod_tree(void)
+{
+    prune_compile(&pod_tree, fg_transform_pod_paths);
+}
+
 json_object *fg_transform_pod(void *ud, json_object *obj)
 {
+    if (!json_object_is_type(obj, json_type_object))
+        return NULL;
+    pthread_once(&pod_tree_once, compile_pod_tree);
     json_object *stripped = fg_transform_strip(ud, obj);
-    json_object *kept = fg_transform_keep(stripped, fg_transform_pod_paths);
-    json_object_put(stripped);
-    return kept;
+    prune(&pod_tree, stripped);
+    return stripped;
 }

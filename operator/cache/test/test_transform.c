@@ -130,6 +130,42 @@ static void test_pod_transform(void **state)
     json_object_put(pod);
 }
 
+/* The in-place pod transform gives exactly what fg_transform_keep builds, also on odd shapes. */
+static void test_pod_prune_equals_keep(void **state)
+{
+    (void)state;
+    const char *odd[] = {
+        "{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\"},7,null,[1],{\"resources\":{}}]}}",
+        "{\"spec\":{\"containers\":{\"name\":\"not an array\"},\"affinity\":5},\"status\":\"flat\"}",
+        "{\"metadata\":{\"name\":\"n\",\"labels\":[1,2],\"x\":{\"y\":1}},\"kind\":{\"deep\":true}}",
+        "{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,\"k\":11,"
+        "\"l\":12,\"m\":13,\"n\":14,\"o\":15,\"p\":16,\"q\":17,\"r\":18,\"s\":19,\"t\":20,\"u\":21,"
+        "\"v\":22,\"w\":23,\"x\":24,\"y\":25,\"z\":26,\"aa\":27,\"ab\":28,\"ac\":29,\"ad\":30,"
+        "\"ae\":31,\"af\":32,\"ag\":33,\"ah\":34,\"kind\":\"Pod\"}",
+    };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0] + 20; i++) {
+        json_object *a = NULL;
+        if (i < sizeof odd / sizeof odd[0])
+            assert_int_equal(fg_json_parse(odd[i], strlen(odd[i]), 0, &a, NULL), FG_OK);
+        else
+            a = fg_fake_pod_new("ns", "p", (unsigned)i, i % 2 ? "node-1" : NULL);
+        json_object *b = NULL;
+        assert_int_equal(fg_json_parse(fg_json_text(a, NULL), strlen(fg_json_text(a, NULL)), 0, &b, NULL), FG_OK);
+        json_object *stripped = fg_transform_strip(NULL, a);
+        json_object *kept = fg_transform_keep(stripped, fg_transform_pod_paths);
+        json_object *pruned = fg_transform_pod(NULL, b);
+        assert_true(json_object_equal(kept, pruned));
+        json_object_put(stripped);
+        json_object_put(kept);
+        json_object_put(pruned);
+        json_object_put(a);
+        json_object_put(b);
+    }
+    json_object *scalar = json_object_new_int(3);
+    assert_null(fg_transform_pod(NULL, scalar)); /* a non-object is rejected, not pruned */
+    json_object_put(scalar);
+}
+
 /* A transform that rejects every pod whose name ends in an odd digit. */
 static json_object *reject_odd(void *ud, json_object *obj)
 {
@@ -189,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_strip),
         cmocka_unit_test(test_keep_paths),
         cmocka_unit_test(test_pod_transform),
+        cmocka_unit_test(test_pod_prune_equals_keep),
         cmocka_unit_test(test_rejecting_transform),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
