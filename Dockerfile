@@ -1,7 +1,7 @@
 # The single fracgpu image: every role (operator, node agent, ...) is a subcommand of /usr/local/bin/fracgpu.
 #   docker build -t ghcr.io/fracgpu/fracgpu:0.1.0 .
 
-# ---- build: the whole CMake project in release mode, without sanitizers, tests run ----
+# ---- build: the fracgpu binary in release mode, without sanitizers (CI runs the tests) ----
 FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake pkg-config \
