@@ -10,6 +10,7 @@
 
 #include "base/mem.h"
 #include "scheduler/sched.h"
+#include "scheduler/states.h"
 
 void fg_sched_cluster_init(struct fg_sched_cluster *c)
 {
@@ -38,6 +39,7 @@ void fg_sched_cluster_cleanup(struct fg_sched_cluster *c)
     for (size_t i = 0; i < c->n_nodes; i++)
         node_cleanup(&c->nodes[i]);
     free(c->nodes);
+    fg__sched_states_free(c->states);
     for (int m = 0; m < c->n_models; m++)
         free(c->models[m]);
     memset(c, 0, sizeof *c);
@@ -56,23 +58,21 @@ static char *dup_or_null(const char *s)
     return s ? fg_strdup(s) : NULL;
 }
 
-static uint64_t mix64(uint64_t h, uint64_t v)
+/* Recomputes the node's GPU summary (what filters read instead of every GPU) and interned state. */
+static void summarize(struct fg_sched_cluster *c, struct fg_sched_node *n)
 {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-/* Recomputes n->state_hash after a change (the node-equivalence cache keys on it). */
-static void rehash(struct fg_sched_node *n)
-{
-    uint64_t h = mix64((uint64_t)(n->model + 1), (uint64_t)n->free_cpu);
-    h = mix64(h, (uint64_t)n->n_gpus);
+    n->tenant_modes = 0;
+    n->owned_gpus = n->idle_gpus = n->max_free_milli = 0;
     for (int g = 0; g < n->n_gpus; g++) {
         const struct fg_sched_gpu *u = &n->gpus[g];
-        h = mix64(h, (uint64_t)u->free_milli | (uint64_t)u->sharing << 16 | (uint64_t)(u->tenants > 0) << 20);
-        h = mix64(h, (uint64_t)u->free_mem_mib);
+        if (u->tenants)
+            n->tenant_modes |= 1u << u->sharing;
+        n->owned_gpus += u->owner != NULL;
+        n->idle_gpus += u->free_milli == FG_SCHED_MILLI;
+        if (u->free_milli > n->max_free_milli)
+            n->max_free_milli = u->free_milli;
     }
-    n->state_hash = h;
+    fg__sched_states_update(c, n);
 }
 
 static enum fg_err check_node_spec(const struct fg_sched_cluster *c, const struct fg_sched_node_spec *s,
@@ -146,13 +146,13 @@ enum fg_err fg_sched_cluster_add_node(struct fg_sched_cluster *c, const struct f
         n->n_taints = s->n_taints;
     }
     n->rank = (uint32_t)c->n_nodes;
-    rehash(n);
     c->gpu_milli_total += (int64_t)s->n_gpus * FG_SCHED_MILLI;
     if (s->n_gpus > c->max_node_gpus)
         c->max_node_gpus = s->n_gpus;
     if (id_out)
         *id_out = (int)c->n_nodes;
     c->n_nodes++;
+    summarize(c, n);
     return FG_OK;
 }
 
@@ -216,14 +216,7 @@ static void charge(struct fg_sched_cluster *c, const struct fg_sched_pod *p, int
             FG_FREE(g->owner);
         }
     }
-    n->tenant_modes = 0;
-    n->owned_gpus = 0;
-    for (int g = 0; g < n->n_gpus; g++) {
-        if (n->gpus[g].tenants)
-            n->tenant_modes |= 1u << n->gpus[g].sharing;
-        n->owned_gpus += n->gpus[g].owner != NULL;
-    }
-    rehash(n);
+    summarize(c, n);
     n->version++;
 }
 

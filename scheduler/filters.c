@@ -169,9 +169,12 @@ static enum fg_sched_code gpu_fit(const struct fg_sched_cycle *cy, const struct 
     if (p->n_gpus == 0)
         return FG_SCHED_SUCCESS;
     int need = p->n_gpus > 1 ? FG_SCHED_MILLI : p->gpu_milli, fit = 0;
-    bool all = admits_all(n, p);
+    if (admits_all(n, p)) {  /* the node's summary answers without looking at each GPU */
+        bool ok = need == FG_SCHED_MILLI ? n->idle_gpus >= p->n_gpus : n->max_free_milli >= need;
+        return ok ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
+    }
     for (int g = 0; g < n->n_gpus; g++)
-        fit += n->gpus[g].free_milli >= need && (all || fg_sched_gpu_admits(&n->gpus[g], p));
+        fit += n->gpus[g].free_milli >= need && fg_sched_gpu_admits(&n->gpus[g], p);
     return fit >= p->n_gpus ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
 }
 

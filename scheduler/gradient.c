@@ -7,7 +7,7 @@
 #include "base/mem.h"
 #include "scheduler/gradient.h"
 
-#define MEMO_WAYS 8
+#define MEMO_WAYS 64
 
 static void alloc_types(struct fg__grad *gr)
 {
@@ -39,6 +39,8 @@ void fg__grad_cleanup(struct fg__grad *gr)
     free(gr->fit);
     free(gr->small);
     free(gr->memo);
+    free(gr->shapes);
+    free(gr->shape_index);
     memset(gr, 0, sizeof *gr);
 }
 
@@ -124,29 +126,67 @@ double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c
     return f;
 }
 
+static uint64_t shape_hash(const struct fg__grad_shape *k)
+{
+    return (uint64_t)k->cpu_milli * 0x9e3779b97f4a7c15ull ^ (uint64_t)k->gpu_milli * 0xff51afd7ed558ccdull ^
+           (uint64_t)k->n_gpus * 0xc4ceb9fe1a85ec53ull ^ (uint64_t)k->gpu_mem_mib * 0x2545f4914f6cdd1dull ^
+           (uint64_t)k->sharing;
+}
+
+static bool same_shape(const struct fg__grad_shape *a, const struct fg__grad_shape *b)
+{
+    return a->cpu_milli == b->cpu_milli && a->gpu_mem_mib == b->gpu_mem_mib && a->gpu_milli == b->gpu_milli &&
+           a->n_gpus == b->n_gpus && a->sharing == b->sharing;
+}
+
+static void index_shape(struct fg__grad *gr, uint32_t id)
+{
+    size_t mask = 2 * (size_t)gr->cap_shapes - 1;
+    size_t i = shape_hash(&gr->shapes[id]) & mask;
+    while (gr->shape_index[i])
+        i = (i + 1) & mask;
+    gr->shape_index[i] = id + 1;
+}
+
+/* The id of shape k, assigned on first sight. */
+static uint32_t shape_id(struct fg__grad *gr, const struct fg__grad_shape *k)
+{
+    if (gr->n_shapes && same_shape(&gr->shapes[gr->last_shape], k))
+        return gr->last_shape;
+    if (gr->n_shapes == gr->cap_shapes) {
+        gr->cap_shapes = gr->cap_shapes ? 2 * gr->cap_shapes : 64;
+        gr->shapes = fg_realloc(gr->shapes, gr->cap_shapes * sizeof *gr->shapes);
+        free(gr->shape_index);
+        gr->shape_index = fg_calloc(2 * (size_t)gr->cap_shapes, sizeof *gr->shape_index);
+        for (uint32_t id = 0; id < gr->n_shapes; id++)
+            index_shape(gr, id);
+    }
+    size_t mask = 2 * (size_t)gr->cap_shapes - 1;
+    for (size_t i = shape_hash(k) & mask; gr->shape_index[i]; i = (i + 1) & mask)
+        if (same_shape(&gr->shapes[gr->shape_index[i] - 1], k))
+            return gr->last_shape = gr->shape_index[i] - 1;
+    gr->shapes[gr->n_shapes] = *k;
+    index_shape(gr, gr->n_shapes);
+    return gr->last_shape = gr->n_shapes++;
+}
+
 struct fg__grad_memo *fg__grad_memo_get(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i,
                                         const struct fg_sched_pod *p, int64_t cpu, bool *valid)
 {
     *valid = false;
     if (p->isolation == FG_SCHED_ISO_DEDICATED || i >= gr->n_nodes)
         return NULL;
-    uint64_t h = (uint64_t)cpu * 0x9e3779b97f4a7c15ull ^ (uint64_t)p->gpu_milli * 0xff51afd7ed558ccdull ^
-                 (uint64_t)p->n_gpus * 0xc4ceb9fe1a85ec53ull ^ (uint64_t)p->gpu_mem_mib;
-    struct fg__grad_memo *m = &gr->memo[i * MEMO_WAYS + (h >> 40) % MEMO_WAYS];
+    struct fg__grad_shape k = { cpu, p->gpu_mem_mib, p->gpu_milli, p->n_gpus, (int)p->sharing };
+    uint32_t id = shape_id(gr, &k);
+    struct fg__grad_memo *m = &gr->memo[(id % MEMO_WAYS) * gr->n_nodes + i];  /* a cycle streams one way */
     uint64_t version_plus1 = c->nodes[i].version + 1;
-    if (m->version_plus1 == version_plus1 && m->gen == gr->mix_gen && m->cpu_milli == cpu &&
-        m->gpu_milli == p->gpu_milli && m->n_gpus == p->n_gpus && m->gpu_mem_mib == p->gpu_mem_mib &&
-        m->sharing == (int)p->sharing) {
+    if (m->version_plus1 == version_plus1 && m->gen == gr->mix_gen && m->shape == id) {
         *valid = true;
         return m;
     }
     m->version_plus1 = version_plus1;
     m->gen = gr->mix_gen;
-    m->cpu_milli = cpu;
-    m->gpu_milli = p->gpu_milli;
-    m->n_gpus = p->n_gpus;
-    m->gpu_mem_mib = p->gpu_mem_mib;
-    m->sharing = (int)p->sharing;
+    m->shape = id;
     m->n = 0;
     return m;
 }

@@ -6,9 +6,11 @@
  * per mix type, the count of GPUs the type fits on and the idle compute it cannot use, refreshed only
  * when the node's version or the mix changes. A candidate placement then costs O(types): only the
  * GPUs it touches and the node's free CPU change. Results equal fg_sched_frag exactly (the unit tests
- * compare them). A small per-node memo (MEMO_WAYS entries) also keeps, per pod shape, F(before) and
- * F(after) of every candidate GPU until the node or the mix changes, so a node that did not change
- * since it last saw that shape costs a lookup.
+ * compare them). A per-node memo (MEMO_WAYS entries, one per shape id modulo the ways) also keeps,
+ * per pod shape, F(before) and F(after) of every candidate GPU until the node or the mix changes, so
+ * a node that did not change since it last saw that shape costs a lookup. The memo is laid out way
+ * by way (all nodes' entries for one way are adjacent): a cycle, which asks every node about one
+ * shape, reads it as one stream, and memory is touched only for the ways of shapes actually seen.
  */
 #ifndef FG_SCHEDULER_GRADIENT_H
 #define FG_SCHEDULER_GRADIENT_H
@@ -23,19 +25,30 @@ struct fg__grad {
     int *idle;                      /* per node: Σ free milli */
     int *fit, *small;               /* per node × type */
     double *frag;                   /* per node: F */
-    struct fg__grad_memo *memo;     /* per node × MEMO_WAYS: candidate evaluations across cycles */
+    struct fg__grad_memo *memo;     /* MEMO_WAYS × nodes: candidate evaluations across cycles */
+    struct fg__grad_shape *shapes;  /* by id */
+    uint32_t n_shapes, cap_shapes;
+    uint32_t *shape_index;          /* open addressing over 2 · cap_shapes slots: id + 1, 0 = empty */
+    uint32_t last_shape;            /* id of the shape looked up last (a cycle asks once per node) */
+};
+
+/* A pod shape as the gradients see it: CPU as scored (0 → 100), per-GPU memory, milli, GPU count,
+ * sharing mode. Shapes get small ids in order of first appearance (the memo's way is id % ways, so
+ * the first MEMO_WAYS shapes never evict one another). */
+struct fg__grad_shape {
+    int64_t cpu_milli, gpu_mem_mib;
+    int gpu_milli, n_gpus, sharing;
 };
 
 /* What a pod shape's placement on a node evaluates to, remembered while the node's version, the
  * mix generation and the shape stay the same: F(before) and, per candidate, F(after). */
 struct fg__grad_memo {
     uint64_t version_plus1, gen;
-    int64_t cpu_milli, gpu_mem_mib;  /* the shape: CPU as scored (0 → 100), per-GPU memory, */
-    int gpu_milli, n_gpus, sharing;  /* milli, GPU count, sharing mode */
-    double before;
+    uint32_t shape;                  /* shape id */
     int n;                           /* candidates: -1 gpu = the pod's default GPU choice */
-    int gpu[FG_SCHED_MAX_GPUS];
+    double before;
     double after[FG_SCHED_MAX_GPUS];
+    int8_t gpu[FG_SCHED_MAX_GPUS];
 };
 
 /* The memo entry for node i and pod p (cpu as scored), and whether it is valid; a miss returns the

@@ -130,7 +130,7 @@ static int64_t fgd_score(struct fg_sched_policy *pol, const struct fg_sched_cycl
                          const struct fg_sched_node *n, int *gpu)
 {
     struct fgd_ctx ctx = { (struct fgd_policy *)pol, cy };
-    return fg__equiv_score(&ctx.fp->equiv, n, gpu, fgd_node_score, &ctx);
+    return fg__equiv_score(&ctx.fp->equiv, cy->cluster, n, gpu, fgd_node_score, &ctx);
 }
 
 static void fgd_observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
@@ -154,6 +154,6 @@ struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, cons
     struct fgd_policy *fp = fg_calloc(1, sizeof *fp);
     fp->base.ops = &fgd_ops;
     fg__grad_init(&fp->grad, c->n_nodes, mix);
-    fg__equiv_init(&fp->equiv, c->n_nodes);
+    fg__equiv_init(&fp->equiv);
     return &fp->base;
 }

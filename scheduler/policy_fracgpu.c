@@ -16,8 +16,11 @@
  *
  * Online (`fracgpu`): the reference mix, rho and the restricted demand are learned from the pods seen
  * so far; the mix is rebuilt at powers of two up to REBUILD_EVERY pods, then whenever the count has
- * grown by REBUILD_EVERY or by 1/16, whichever is more (a rebuild invalidates every node's gradient
- * cache, so rarer rebuilds keep the tail latency down once the mix has settled). `fracgpu-offline`
+ * grown by REBUILD_EVERY or by 1/16, whichever is more. A rebuilt mix replaces the old one only when
+ * some type's share moved by more than MIX_SETTLED (0.5 points; a type entering or leaving the 95%
+ * set counts from or to 0): replacing it invalidates every node's gradient cache, and once the mix
+ * has settled the rebuilds differ by sampling noise only, so keeping it keeps the tail latency down
+ * at no measurable cost in placement (see docs/placement.md). `fracgpu-offline`
  * is the same policy given the whole trace's mix up front (for comparison with FGD, which assumes it).
  * Cost per node is O(mix types × distinct candidate GPUs) through gradient.h's caches, and nodes in
  * identical states are scored once per cycle (equiv.c).
@@ -32,12 +35,14 @@
 #define REBUILD_EVERY 64
 #define W_STRAND 2.0
 #define W_SCARCE 2.0
+#define MIX_SETTLED 0.005
 
 struct fracgpu_policy {
     struct fg_sched_policy base;
     bool online;
     struct fg_sched_mix_counter seen;
     struct fg_sched_mix own;        /* the learned mix (online mode) */
+    struct fg_sched_mix next;       /* scratch: a rebuilt mix before it replaces own */
     struct fg__grad grad;
     uint64_t rho_gen;               /* grad.mix_gen that rho was computed for */
     double rho;                     /* CPU milli per GPU milli of the mix's GPU pods */
@@ -74,6 +79,32 @@ static double stranded(double rho, int64_t free_cpu, int idle)
     return usable < idle ? idle - usable : 0;
 }
 
+/* The share of a's type equal to t's key, 0 when a has none. */
+static double share_in(const struct fg_sched_mix *a, const struct fg_sched_mix_type *t)
+{
+    for (size_t j = 0; j < a->n; j++)
+        if (a->types[j].cpu_milli == t->cpu_milli && a->types[j].gpu_milli == t->gpu_milli &&
+            a->types[j].n_gpus == t->n_gpus && a->types[j].mask == t->mask)
+            return a->types[j].p;
+    return 0;
+}
+
+/* Whether a rebuilt mix b differs from a by noise only: every type's share within MIX_SETTLED of
+ * its old value (a type entering or leaving the 95% set moves from or to 0). Keeping a then keeps
+ * every node's gradient cache warm. */
+static bool settled(const struct fg_sched_mix *a, const struct fg_sched_mix *b)
+{
+    if (a->n == 0)
+        return false;
+    for (size_t i = 0; i < b->n; i++)
+        if (fabs(share_in(a, &b->types[i]) - b->types[i].p) > MIX_SETTLED)
+            return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (share_in(b, &a->types[i]) == 0 && a->types[i].p > MIX_SETTLED)
+            return false;
+    return true;
+}
+
 static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
 {
     struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
@@ -96,8 +127,13 @@ static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy
     int64_t n = ++fp->pods_seen;
     int64_t every = n / 16 > REBUILD_EVERY ? n / 16 : REBUILD_EVERY;
     if (n - fp->rebuilt_at >= every || (n < REBUILD_EVERY && (n & (n - 1)) == 0)) {
-        fg_sched_mix_build(&fp->seen, &fp->own);
-        fg__grad_set_mix(&fp->grad, &fp->own);
+        fg_sched_mix_build(&fp->seen, &fp->next);
+        if (!settled(&fp->own, &fp->next)) {
+            struct fg_sched_mix t = fp->own;
+            fp->own = fp->next;
+            fp->next = t;
+            fg__grad_set_mix(&fp->grad, &fp->own);
+        }
         fp->rebuilt_at = n;
     }
 }
@@ -137,7 +173,7 @@ static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *c
                      int *gpu)
 {
     struct fracgpu_ctx ctx = { (struct fracgpu_policy *)pol, cy };
-    return fg__equiv_score(&ctx.fp->equiv, n, gpu, node_score, &ctx);
+    return fg__equiv_score(&ctx.fp->equiv, cy->cluster, n, gpu, node_score, &ctx);
 }
 
 static void bound(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
@@ -158,6 +194,7 @@ static void policy_free(struct fg_sched_policy *pol)
     fg__grad_cleanup(&fp->grad);
     fg__equiv_cleanup(&fp->equiv);
     fg_sched_mix_cleanup(&fp->own);
+    fg_sched_mix_cleanup(&fp->next);
     fg_sched_mix_counter_cleanup(&fp->seen);
     free(fp);
 }
@@ -171,7 +208,7 @@ struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, 
     fp->online = mix == NULL;
     fg_sched_mix_counter_init(&fp->seen);
     fg__grad_init(&fp->grad, c->n_nodes, fp->online ? &fp->own : mix);
-    fg__equiv_init(&fp->equiv, c->n_nodes);
+    fg__equiv_init(&fp->equiv);
     for (size_t i = 0; i < c->n_nodes; i++)
         if (c->nodes[i].model >= 0)
             fp->free[c->nodes[i].model] += (double)c->nodes[i].n_gpus * FG_SCHED_MILLI;

@@ -25,18 +25,17 @@ struct fg__equiv_slot;
 
 /* Node-equivalence cache of one policy: scores of nodes in identical states, per cycle (equiv.c). */
 struct fg__equiv {
-    struct fg__equiv_slot *slots;
-    size_t mask;
+    struct fg__equiv_slot *slots;   /* indexed by interned node state */
+    size_t n;
     uint64_t cycle;
 };
 
-/* A table for up to n_nodes distinct states per cycle (it never fills: a cycle sees each node once). */
-void fg__equiv_init(struct fg__equiv *eq, size_t n_nodes);
+void fg__equiv_init(struct fg__equiv *eq);
 void fg__equiv_cleanup(struct fg__equiv *eq);
 /* Forgets every entry: the cluster or the policy's state may have changed. */
 void fg__equiv_next_cycle(struct fg__equiv *eq);
-/* score(ctx, n, gpu) for node n, or the result it gave a node in the same state this cycle. */
-int64_t fg__equiv_score(struct fg__equiv *eq, const struct fg_sched_node *n, int *gpu,
-                        int64_t (*score)(void *ctx, const struct fg_sched_node *n, int *gpu), void *ctx);
+/* score(ctx, n, gpu) for node n of c, or the result it gave a node in the same state this cycle. */
+int64_t fg__equiv_score(struct fg__equiv *eq, const struct fg_sched_cluster *c, const struct fg_sched_node *n,
+                        int *gpu, int64_t (*score)(void *ctx, const struct fg_sched_node *n, int *gpu), void *ctx);
 
 #endif

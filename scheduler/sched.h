@@ -88,19 +88,21 @@ struct fg_sched_gpu {
 };
 
 struct fg_sched_node {
-    /* The fields every filter and score reads come first, the GPUs last: one pass over the nodes
-     * touches as few cache lines as possible. */
-    int64_t cpu_milli, free_cpu;
-    int64_t mem_mib, free_mem;
+    /* The fields every filter and score reads come first (the first 64 bytes), the GPUs last: one
+     * pass over the nodes touches as few cache lines as possible. */
+    int64_t free_cpu, free_mem;
     int max_pods, pods;
     int model;                      /* index into the cluster's model table, -1 without GPUs */
     int n_gpus;
-    bool unschedulable;
     uint32_t tenant_modes;          /* bit (1 << sharing) for each mode among GPUs with tenants */
     int owned_gpus;                 /* GPUs held by a dedicated owner */
+    int idle_gpus;                  /* GPUs with all their compute free */
+    int max_free_milli;             /* the largest free compute of one GPU */
+    uint32_t state;                 /* interned state (model, free CPU, GPUs): equal ids, equal states */
     uint32_t rank;                  /* tie-break: among equal scores the lowest rank wins */
+    bool unschedulable;
     uint64_t version;               /* bumped on every change; lets policies cache per node */
-    uint64_t state_hash;            /* of model, free CPU and each GPU's state: equal states, equal hashes */
+    int64_t cpu_milli, mem_mib;     /* capacity */
     struct fg_sched_kv *labels;     /* owned, strings owned */
     size_t n_labels;
     struct fg_sched_taint *taints;  /* owned, strings owned */
@@ -145,6 +147,8 @@ struct fg_sched_pod {
     int group_min;                  /* members that must be reserved before any is permitted */
 };
 
+struct fg__sched_states;
+
 struct fg_sched_cluster {
     struct fg_sched_node *nodes;
     size_t n_nodes, cap_nodes;
@@ -153,6 +157,7 @@ struct fg_sched_cluster {
     int64_t gpu_milli_total;        /* Σ 1000 · GPUs */
     int64_t gpu_milli_used;
     int max_node_gpus;              /* most GPUs on any one node */
+    struct fg__sched_states *states; /* owned: the interned node states (states.c) */
 };
 
 /* Where a pod went. gpus[] lists the GPU indexes charged (n_gpus of them). */
@@ -173,6 +178,9 @@ void fg_sched_cluster_cleanup(struct fg_sched_cluster *c);
  * zero GPUs is valid: it runs CPU-only pods. On success *id_out (may be NULL) is the node's index. */
 enum fg_err fg_sched_cluster_add_node(struct fg_sched_cluster *c, const struct fg_sched_node_spec *spec,
                                       int *id_out, char *errmsg) FG_MUST_USE;
+
+/* Node state ids (fg_sched_node.state) are below this bound, until the cluster next changes. */
+uint32_t fg_sched_cluster_state_cap(const struct fg_sched_cluster *c);
 
 /* Index of a model name, -1 when the cluster has no such model. */
 int fg_sched_cluster_model(const struct fg_sched_cluster *c, const char *name);

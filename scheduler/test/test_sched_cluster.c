@@ -137,6 +137,46 @@ static void reserve_and_unreserve_are_inverse(void **state)
     fg_sched_cluster_cleanup(&c);
 }
 
+/* The GPU summary and interned states follow every change: equal ids exactly when states are equal,
+ * also after many changes have forced the state table to start over (renumbering every node). */
+static void summaries_and_states_follow_changes(void **state)
+{
+    (void)state;
+    struct fg_sched_cluster c;
+    fg_sched_cluster_init(&c);
+    int a = fx_node(&c, "a", 8, 64, 4, "T4"), b = fx_node(&c, "b", 8, 64, 4, "T4");
+    int other = fx_node(&c, "c", 8, 64, 4, "G2");
+    assert_int_equal(c.nodes[a].state, c.nodes[b].state);
+    assert_true(c.nodes[a].state != c.nodes[other].state);  /* same free resources, another model */
+    assert_int_equal(c.nodes[a].idle_gpus, 4);
+    assert_int_equal(c.nodes[a].max_free_milli, 1000);
+    struct fg_sched_pod p = fx_pod("p", 1, 1, 300);
+    int g = 2;
+    for (int round = 0; round < 200; round++) {  /* > 2 · nodes + 64 new states: several restarts */
+        p.cpu_milli = 10 + round;                 /* a new free CPU value, hence a new state, each round */
+        fg_sched_reserve(&c, &p, a, &g, 1);
+        assert_int_equal(c.nodes[a].idle_gpus, 3);
+        assert_int_equal(c.nodes[a].max_free_milli, 1000);
+        assert_true(c.nodes[a].state != c.nodes[b].state);
+        assert_true(c.nodes[a].state < fg_sched_cluster_state_cap(&c));
+        fg_sched_reserve(&c, &p, b, &g, 1);
+        assert_int_equal(c.nodes[a].state, c.nodes[b].state);
+        fg_sched_unreserve(&c, &p, a, &g, 1);
+        fg_sched_unreserve(&c, &p, b, &g, 1);
+        assert_int_equal(c.nodes[a].state, c.nodes[b].state);
+        assert_true(c.nodes[a].state != c.nodes[other].state);
+    }
+    struct fg_sched_pod whole = fx_pod("w", 1, 4, 1000);
+    int all[4] = { 0, 1, 2, 3 };
+    fg_sched_reserve(&c, &whole, a, all, 4);
+    assert_int_equal(c.nodes[a].idle_gpus, 0);
+    assert_int_equal(c.nodes[a].max_free_milli, 0);
+    assert_int_equal(fx_filter(&fg_sched_plugin_gpu_fit, &c, &p, a), FG_SCHED_UNSCHEDULABLE);
+    fg_sched_unreserve(&c, &whole, a, all, 4);
+    assert_int_equal(fx_filter(&fg_sched_plugin_gpu_fit, &c, &whole, a), FG_SCHED_SUCCESS);
+    fg_sched_cluster_cleanup(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +185,7 @@ int main(void)
         cmocka_unit_test(pod_validation_rejects_bad_requests),
         cmocka_unit_test(model_mask_resolves_known_names),
         cmocka_unit_test(reserve_and_unreserve_are_inverse),
+        cmocka_unit_test(summaries_and_states_follow_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
