@@ -5,9 +5,10 @@
  * their own, so nothing but the server and the kernel sits in the measured path.
  *   1. GET: C connections each GET one ~4 KiB pod (with managedFields) back to back for a fixed
  *      time; prints requests/s.
- *   2. Watch: W watch streams (read by one epoll thread) follow the pods of one namespace while a
- *      writer PATCHes pods (each reply awaited); prints the events delivered per second in total over
- *      all streams, from the first write until every stream has seen every event.
+ *   2. Watch: W watch streams (read by one epoll thread) follow the pods of one namespace while
+ *      WRITERS connections PATCH pods concurrently (each awaiting its own replies, so the server —
+ *      not one client's round trip — sets the pace); prints the events delivered per second in total
+ *      over all streams, from the first write until every stream has seen every event.
  * Usage: fg_bench_apiserver [seconds-for-GET] [watch-events]
  */
 #include <arpa/inet.h>
@@ -210,6 +211,32 @@ static void *watch_loop(void *arg)
     return NULL;
 }
 
+#define WRITERS 4
+
+struct writer {
+    pthread_t th;
+    int index;
+    long events;        /* this writer's share */
+    bool failed;
+};
+
+/* PATCHes the pods whose number is congruent to the writer's index, on a connection of its own. */
+static void *write_loop(void *arg)
+{
+    struct writer *wr = arg;
+    int fd = dial();
+    struct fg_buf b = FG_BUF_INIT;
+    for (long e = 0; e < wr->events && !wr->failed; e++) {
+        char path[96], body[96];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/bench/pods/pod-%ld", (e * WRITERS + wr->index) % PODS);
+        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"seq\":\"%ld\"}}}", e);
+        wr->failed = request(fd, &b, "PATCH", path, "application/merge-patch+json", body) != 200;
+    }
+    fg_buf_cleanup(&b);
+    close(fd);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     double get_seconds = argc > 1 ? atof(argv[1]) : 3.0;
@@ -265,11 +292,14 @@ int main(int argc, char **argv)
     pthread_create(&reader.th, NULL, watch_loop, &reader);
     usleep(200000); /* let every watch register */
     double w0 = now_s();
-    for (long e = 0; e < events; e++) {
-        char path[96], body[96];
-        snprintf(path, sizeof(path), "/api/v1/namespaces/bench/pods/pod-%ld", e % PODS);
-        snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"seq\":\"%ld\"}}}", e);
-        if (request(fd, &b, "PATCH", path, "application/merge-patch+json", body) != 200) {
+    struct writer writers[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        writers[i] = (struct writer){ .index = i, .events = events / WRITERS + (i < events % WRITERS) };
+        pthread_create(&writers[i].th, NULL, write_loop, &writers[i]);
+    }
+    for (int i = 0; i < WRITERS; i++) {
+        pthread_join(writers[i].th, NULL);
+        if (writers[i].failed) {
             fprintf(stderr, "patch failed\n");
             return 1;
         }
@@ -279,8 +309,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < WATCHERS; i++)
         close(w[i].fd);
     double elapsed = reader.finished - w0;
-    printf("WATCH %d watchers x %ld events: writer %.0f writes/s; %.0f events/s delivered in total (%.2f s)\n",
-           WATCHERS, events, (double)events / (writes_done - w0), (double)events * WATCHERS / elapsed, elapsed);
+    printf("WATCH %d watchers x %ld events: %d writers %.0f writes/s; %.0f events/s delivered in total (%.2f s)\n",
+           WATCHERS, events, WRITERS, (double)events / (writes_done - w0), (double)events * WATCHERS / elapsed, elapsed);
     fg_buf_cleanup(&b);
     close(fd);
     fg_apiserver_free(srv);
