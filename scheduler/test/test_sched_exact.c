@@ -1,6 +1,8 @@
 /* Exactness of the score caches on a long random sequence: every decision of the cached `fgd`
  * (interned node states, node-equivalence per cycle, per-node memo across cycles, filter summaries)
- * equals a brute-force FGD decision recomputed from scratch with mix.h's fg_sched_frag. */
+ * equals a brute-force FGD decision recomputed from scratch with mix.h's fg_sched_frag. Run once with
+ * few pod shapes (each keeps its own memo way) and once with hundreds (several shapes share each way
+ * and evict one another). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +17,6 @@
 #include "scheduler/test/fixture.h"
 
 #define N_NODES 24
-#define STEPS 3000
 
 static int64_t sigmoid_score(double delta)
 {
@@ -55,9 +56,10 @@ static int64_t reference_score(const struct fg_sched_mix *mix, const struct fg_s
     return sigmoid_score(before - fg_sched_frag(mix, n->model, n->free_cpu - cpu, free, n->n_gpus));
 }
 
-static void cached_fgd_decides_as_brute_force(void **state)
+/* Schedules `steps` pods of 7 × variants shapes (variant v adds 10·v CPU milli), checks each decision
+ * against reference_score and that nodes met in equal states at least min_equal times. */
+static void check_against_brute_force(int variants, int steps, int min_equal)
 {
-    (void)state;
     struct fg_sched_cluster c;
     fg_sched_cluster_init(&c);
     for (int i = 0; i < N_NODES; i++) {
@@ -86,7 +88,7 @@ static void cached_fgd_decides_as_brute_force(void **state)
         struct fg_sched_placement pl;
     } live[256];
     int n_live = 0, decided = 0, equal_states = 0;
-    for (int step = 0; step < STEPS; step++) {
+    for (int step = 0; step < steps; step++) {
         /* Churn: release a random live pod a third of the time, or always when the table is full. */
         if (n_live == 256 || (n_live && fg_sched_rng_below(&rng, 3) == 0)) {
             int k = (int)fg_sched_rng_below(&rng, (uint64_t)n_live);
@@ -96,6 +98,8 @@ static void cached_fgd_decides_as_brute_force(void **state)
         }
         size_t s = fg_sched_rng_below(&rng, sizeof shapes / sizeof shapes[0]);
         struct fg_sched_pod p = fx_pod("p", shapes[s].cores, shapes[s].n, shapes[s].milli);
+        if (variants > 1)
+            p.cpu_milli += 10 * (int64_t)fg_sched_rng_below(&rng, (uint64_t)variants);
         int want_node = -1, want_gpu = -1;
         int64_t want = -1;
         for (int i = 0; i < N_NODES; i++) {
@@ -125,17 +129,32 @@ static void cached_fgd_decides_as_brute_force(void **state)
         live[n_live].pod = p;
         live[n_live++].pl = pl;
     }
-    assert_true(decided > STEPS / 3);
-    assert_true(equal_states > STEPS);  /* the equivalence cache was exercised, not bypassed */
+    assert_true(decided > steps / 3);
+    assert_true(equal_states > min_equal);  /* the equivalence cache was exercised, not bypassed */
     fg_sched_framework_cleanup(&fw);
     fg_sched_policy_free(pol);
     fg_sched_cluster_cleanup(&c);
+}
+
+static void cached_fgd_decides_as_brute_force(void **state)
+{
+    (void)state;
+    check_against_brute_force(1, 3000, 3000);
+}
+
+/* 7 × 45 = 315 shapes, several per memo way: a shape must miss on an entry another shape left in
+ * its way, never read it. */
+static void many_shapes_decide_as_brute_force(void **state)
+{
+    (void)state;
+    check_against_brute_force(45, 6000, 1500);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cached_fgd_decides_as_brute_force),
+        cmocka_unit_test(many_shapes_decide_as_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
