@@ -27,21 +27,26 @@
     "\"gitTreeState\":\"clean\",\"buildDate\":\"2025-05-15T00:00:00Z\",\"goVersion\":\"go1.23.8\","   \
     "\"compiler\":\"gc\",\"platform\":\"linux/amd64\"}"
 
-static void reply_text(struct evhttp_request *req, int code, const char *data, size_t len)
+static void reply_text(struct evhttp_request *req, int code, const char *content_type, const char *data, size_t len)
 {
     struct evbuffer *buf = evbuffer_new();
     evbuffer_add(buf, data, len);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", content_type);
     evhttp_send_reply(req, code, NULL, buf);
     evbuffer_free(buf);
 }
 
-void fg__reply_json(struct evhttp_request *req, int code, json_object *o)
+void fg__reply_json_as(struct evhttp_request *req, int code, json_object *o, const char *content_type)
 {
     size_t len = 0;
     const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
                                                       &len);
-    reply_text(req, code, s, len);
+    reply_text(req, code, content_type, s, len);
+}
+
+void fg__reply_json(struct evhttp_request *req, int code, json_object *o)
+{
+    fg__reply_json_as(req, code, o, "application/json");
 }
 
 void fg__reply_status(struct evhttp_request *req, json_object *status)
@@ -183,7 +188,7 @@ void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req)
         goto out;
     }
     if (!strcmp(path, "/version")) {
-        reply_text(req, 200, VERSION_JSON, strlen(VERSION_JSON));
+        reply_text(req, 200, "application/json", VERSION_JSON, strlen(VERSION_JSON));
     } else if (fg_str_has_prefix(path, FG__ADMIN_PREFIX)) {
         fg__admin_handle(srv, req, path + strlen(FG__ADMIN_PREFIX), &query);
     } else if (!fg__http_discovery(srv, req, path) && !fg__http_openapi(srv, req, path)) {

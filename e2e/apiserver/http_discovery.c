@@ -229,14 +229,7 @@ static bool wants_aggregated(struct evhttp_request *req)
 
 static void reply_aggregated(struct evhttp_request *req, json_object *doc)
 {
-    size_t len = 0;
-    const char *s = json_object_to_json_string_length(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-                                                      &len);
-    struct evbuffer *buf = evbuffer_new();
-    evbuffer_add(buf, s, len);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", AGGREGATED_TYPE);
-    evhttp_send_reply(req, 200, "OK", buf);
-    evbuffer_free(buf);
+    fg__reply_json_as(req, 200, doc, AGGREGATED_TYPE);
 }
 
 bool fg__http_discovery(struct fg_apiserver *srv, struct evhttp_request *req, const char *path)

@@ -111,6 +111,8 @@ void fg__http_on_request(struct evhttp_request *req, void *arg);
 void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req);
 /* Replies with o's JSON (o borrowed). */
 void fg__reply_json(struct evhttp_request *req, int code, json_object *o);
+/* The same with another media type (Tables, aggregated discovery); o stays the caller's. */
+void fg__reply_json_as(struct evhttp_request *req, int code, json_object *o, const char *content_type);
 /* Replies with a Status (taken); its code is the HTTP code. */
 void fg__reply_status(struct evhttp_request *req, json_object *status);
 void fg__reply_error(struct evhttp_request *req, enum fg_err err, const char *fmt, ...)

@@ -209,12 +209,5 @@ void fg__table_add_row(json_object *table, const struct fg__type *t, json_object
 
 void fg__table_reply(struct evhttp_request *req, json_object *table)
 {
-    size_t len = 0;
-    const char *s = json_object_to_json_string_length(table, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-                                                      &len);
-    struct evbuffer *buf = evbuffer_new();
-    evbuffer_add(buf, s, len);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", TABLE_CONTENT_TYPE);
-    evhttp_send_reply(req, 200, "OK", buf);
-    evbuffer_free(buf);
+    fg__reply_json_as(req, 200, table, TABLE_CONTENT_TYPE);
 }
