@@ -20,6 +20,9 @@ RUN apt-get update \
       libevent-2.1-7 libevent-pthreads-2.1-7 libevent-openssl-2.1-7 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/fracgpu /usr/local/bin/fracgpu
+# GnuTLS is loaded only as a dependency of libcurl's LDAP and RTMP support, which fracgpu never uses
+# (its TLS is OpenSSL's); skipping GnuTLS's initialization at load time saves about 1 MiB per process.
+ENV GNUTLS_NO_IMPLICIT_INIT=1
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/fracgpu"]
 CMD ["operator"]

@@ -111,6 +111,23 @@ static void row_family(struct fg_buf *b, const char *node, const struct fg_usage
     }
 }
 
+/* The MPS servers' memory per device, a family only where some device runs one. */
+static void mps_server_family(struct fg_buf *b, const char *node, const struct fg_usage *u)
+{
+    bool any = false;
+    for (size_t i = 0; i < u->ndevs; i++) {
+        const struct fg_device_usage *du = &u->devs[i];
+        if (!du->mps_server || !du->mps_server_mem_known)
+            continue;
+        if (!any)
+            family(b, "fracgpu_gpu_mps_server_memory_bytes", "gauge",
+                   "GPU memory held by the device's MPS server process in bytes; counted in no pod's usage.");
+        any = true;
+        dev_labels(b, "fracgpu_gpu_mps_server_memory_bytes", node, du->dev, false);
+        PRINTF(b, "} %" PRIu64 "\n", du->mps_server_mem);
+    }
+}
+
 static void health(struct fg_buf *b, const char *node, const struct fg_exporter_health *h, size_t ngpus)
 {
     struct {
@@ -161,12 +178,14 @@ void fg_metrics_render(struct fg_buf *out, const char *node, const struct fg_sam
     if (u && u->ndevs) {
         family(out, "fracgpu_pod_gpu_utilization_ratio", "gauge",
                "SM activity of the container's processes on the GPU over the last interval, from NVML process "
-               "samples (a duty cycle, not a share of SMs). Rows without pod labels are processes in no pod.");
+               "samples (a duty cycle, not a share of SMs); on an MPS GPU the device's, for the one pod of its "
+               "clients. Rows without pod labels are processes in no pod.");
         row_family(out, node, u, ROW_UTIL);
         family(out, "fracgpu_pod_gpu_memory_used_bytes", "gauge",
                "GPU memory used by the container's processes in bytes. Rows without pod labels are processes "
                "in no pod.");
         row_family(out, node, u, ROW_MEM);
+        mps_server_family(out, node, u);
         if (dcgm_aliases) {
             family(out, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %), per pod (fracgpu alias).");
             row_family(out, node, u, ROW_DCGM_UTIL);

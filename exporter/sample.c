@@ -54,12 +54,26 @@ static void dev_fail(struct fg_sampler *s, struct fg_sample *smp, struct fg_devi
         snprintf(d->error, sizeof d->error, "%s: %s", what, fg_nvml_strerror(s->nv, r));
 }
 
+static struct fg_proc_sample *proc_find(struct fg_device_sample *d, unsigned pid)
+{
+    for (size_t i = 0; i < d->nprocs; i++)
+        if (d->procs[i].pid == pid)
+            return &d->procs[i];
+    return NULL;
+}
+
+/* Appends a process list. A driver may list an MPS client in both lists: it is kept once, marked. */
 static void append_procs(struct fg_device_sample *d, struct fg_proc_sample *p, size_t n, bool mps)
 {
     if (!n)
         return;
     d->procs = fg_realloc(d->procs, (d->nprocs + n) * sizeof *d->procs);
     for (size_t i = 0; i < n; i++) {
+        struct fg_proc_sample *known = mps ? proc_find(d, p[i].pid) : NULL;
+        if (known) {
+            known->mps = true;
+            continue;
+        }
         p[i].mps = mps;
         d->procs[d->nprocs++] = p[i];
     }
@@ -89,14 +103,6 @@ static void read_procs(struct fg_sampler *s, struct fg_sample *smp, struct fg_de
         append_procs(d, p, n, k == 1);
         free(p);
     }
-}
-
-static struct fg_proc_sample *proc_find(struct fg_device_sample *d, unsigned pid)
-{
-    for (size_t i = 0; i < d->nprocs; i++)
-        if (d->procs[i].pid == pid)
-            return &d->procs[i];
-    return NULL;
 }
 
 /* SM utilization per process since the last sample. Rows for PIDs not in the process list or with

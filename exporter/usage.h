@@ -11,6 +11,16 @@
  * A MIG instance has no per-process SM figures; when GPM gives the instance's own and one pod alone
  * runs on it, that pod's row gets the instance's figure.
  *
+ * MPS (DESIGN.md §4): an MPS GPU serves one workload through one server process, which the capacity
+ * holder starts, so the server sits in the capacity pod's cgroup. Its memory is the server's, never
+ * the capacity pod's usage: it is summed apart (`mps_server_mem`) and in no row. NVML files the
+ * GPU's SM samples under the server, not its clients, so the clients' own figures mean nothing: when
+ * the clients belong to one pod, that pod's row gets the device's utilization (the server's samples
+ * where the device gives none); when they belong to several pods (replicas of the one workload), no
+ * share per pod can be told and their rows' utilization is unknown — the workload's compute is the
+ * GPU's. The server is recognised by its executable's name (argv[0] in /proc/<pid>/cmdline; `comm`
+ * is cut to 15 characters), checked for every process that NVML does not list as an MPS client.
+ *
  * Ownership: the usage borrows the sample's devices; free it (fg_usage_cleanup) before the sample.
  */
 #ifndef FG_EXPORTER_USAGE_H
@@ -29,12 +39,16 @@ struct fg_pod_usage {
     bool mem_known;
     uint64_t mem_used;         /* bytes, summed over the row's processes */
     int util;                  /* SM percent summed (capped at 100); -1 unknown */
+    bool has_mps_client;       /* some of the row's processes are MPS clients */
 };
 
 struct fg_device_usage {
     const struct fg_device_sample *dev;   /* borrowed */
     struct fg_pod_usage *rows;
     size_t nrows;
+    bool mps_server;                      /* an MPS server process runs on the device */
+    bool mps_server_mem_known;
+    uint64_t mps_server_mem;              /* bytes held by MPS server processes */
 };
 
 struct fg_usage {

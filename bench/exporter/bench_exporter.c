@@ -1,7 +1,7 @@
 /*
  * bench_exporter — what a node with 8 GPUs and 64 GPU processes on each costs the exporter.
  *
- * Starts the test API server with the pods, writes a fake NVML state (8 GPUs x 64 processes, fresh
+ * Starts the test API server (HTTPS with a bearer token, like a real cluster's) with the pods, writes a fake NVML state (8 GPUs x 64 processes, fresh
  * per-process samples every call) and a fake proc tree (one cgroup file per process, systemd v2
  * paths), runs the exporter process on them, and prints: scrape latency over HTTP (keep-alive,
  * p50/p99/max, and the body size), sampling cost (the exporter's own sample duration and its CPU
@@ -101,8 +101,10 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char dir[64], msg[FG_ERRMSG_MAX] = "";
     fg_test_fake_dir(dir);
+    /* HTTPS with a bearer token, as a real API server serves the exporter's pod watch */
     struct fg_harness h;
-    if (fg_harness_start(&h, NULL, msg) != FG_OK) {
+    struct fg_harness_opts hopts = { .tls = true };
+    if (fg_harness_start(&h, &hopts, msg) != FG_OK) {
         fprintf(stderr, "harness: %s\n", msg);
         return 1;
     }
@@ -167,6 +169,9 @@ int main(int argc, char **argv)
     char *const xargv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig, "--nvml-lib",
                             FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0", "--interval", "1s",
                             NULL };
+    /* as the image (Dockerfile) runs it: GnuTLS, loaded only as a dependency of libcurl's LDAP and RTMP
+     * support, skips its initialization */
+    setenv("GNUTLS_NO_IMPLICIT_INIT", "1", 1);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 2, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

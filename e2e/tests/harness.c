@@ -20,7 +20,9 @@ enum fg_err fg_harness_start(struct fg_harness *h, const struct fg_harness_opts 
         return fg_errmsg(errmsg, FG_E_IO, "cannot create a temporary directory");
     snprintf(h->kubeconfig, sizeof h->kubeconfig, "%s/kubeconfig", h->dir);
 
-    struct fg_apiserver_opts sopts = { .history = opts ? opts->history : 0 };
+    bool tls = opts && opts->tls;
+    struct fg_apiserver_opts sopts = { .history = opts ? opts->history : 0, .tls = tls,
+                                       .token = tls ? "fracgpu-harness-token" : NULL };
     enum fg_err err = fg_apiserver_new(&sopts, &h->server, errmsg);
     if (err)
         goto out_rmdir;

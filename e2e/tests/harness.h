@@ -31,6 +31,7 @@ struct fg_harness {
 struct fg_harness_opts {
     size_t history;               /* server watch history; 0 = server default */
     double client_qps;            /* 0 = client limiter off */
+    bool tls;                     /* HTTPS with a bearer token, as a real cluster serves (the client trusts its CA) */
 };
 
 /* Starts server, client and loop; on failure everything started is undone and errmsg says why. */

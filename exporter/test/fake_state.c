@@ -34,15 +34,28 @@ void fg_test_fake_state(const char *dir, const char *json)
         abort();
 }
 
-void fg_test_fake_cgroup(const char *dir, unsigned pid, const char *text)
+/* Writes dir/proc/<pid>/<name> with len bytes of data, creating the PID's directory. */
+static void fake_proc_file(const char *dir, unsigned pid, const char *name, const char *data, size_t len)
 {
     char path[160];
     snprintf(path, sizeof path, "%s/proc/%u", dir, pid);
     mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/proc/%u/cgroup", dir, pid);
+    snprintf(path, sizeof path, "%s/proc/%u/%s", dir, pid, name);
     FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
         abort();
+}
+
+void fg_test_fake_cgroup(const char *dir, unsigned pid, const char *text)
+{
+    fake_proc_file(dir, pid, "cgroup", text, strlen(text));
+}
+
+void fg_test_fake_cmdline(const char *dir, unsigned pid, const char *exe, const char *arg)
+{
+    char cmdline[512];
+    int n = snprintf(cmdline, sizeof cmdline, "%s%c%s", exe, '\0', arg);
+    fake_proc_file(dir, pid, "cmdline", cmdline, (size_t)n + 1);
 }
 
 void fg_test_fake_rm(const char *dir)

@@ -11,6 +11,8 @@ void fg_test_fake_dir(char *dir);
 void fg_test_fake_state(const char *dir, const char *json);
 /* Writes dir/proc/<pid>/cgroup with `text`. */
 void fg_test_fake_cgroup(const char *dir, unsigned pid, const char *text);
+/* Writes dir/proc/<pid>/cmdline as the kernel does: exe and arg, each ending in a NUL. */
+void fg_test_fake_cmdline(const char *dir, unsigned pid, const char *exe, const char *arg);
 /* Removes the directory tree. */
 void fg_test_fake_rm(const char *dir);
 

@@ -4,6 +4,7 @@
  * several cgroup formats, and the test checks /metrics and /healthz, runs promtool on the scrape,
  * has a real Prometheus scrape the exporter and finds the per-pod series through its query API, then
  * breaks NVML under the running exporter and stops it with SIGTERM (a clean exit, ASan included).
+ * A second exporter sees MPS GPUs: servers in capacity pods, clients of one pod and of two.
  * Every wait is bounded; every server listens on 127.0.0.1 with a port picked by the kernel.
  */
 #include <setjmp.h>
@@ -325,6 +326,121 @@ static void test_exporter_process(void **state)
     curl_global_cleanup();
 }
 
+/* Writes pid's cgroup file: a container of pod uid, systemd driver, containerd. */
+static void pod_cgroup(unsigned pid, const char *uid, const char *cid)
+{
+    char cg[512], uid_us[40];
+    snprintf(uid_us, sizeof uid_us, "%s", uid);
+    for (char *p = uid_us; *p; p++)
+        *p = *p == '-' ? '_' : *p;
+    snprintf(cg, sizeof cg, "0::/kubepods.slice/kubepods-pod%s.slice/cri-containerd-%s.scope\n", uid_us, cid);
+    fg_test_fake_cgroup(dir, pid, cg);
+}
+
+#define MPS_SERIES(family, gpu, uuid) family "{node=\"" NODE "\",gpu=\"" gpu "\",uuid=\"" uuid "\",model=\"NVIDIA H100\""
+
+/* MPS GPUs: each server runs in its capacity pod; its memory is reported apart and never as that
+ * pod's, and the device's utilization goes to the pod of its clients when there is one such pod. */
+static void test_mps(void **state)
+{
+    (void)state;
+    fg_log_set_level(FG_LOG_WARN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    fg_test_fake_dir(dir);
+    char msg[FG_ERRMSG_MAX] = "";
+    if (fg_harness_start(&h, NULL, msg) != FG_OK)
+        fail_msg("harness: %s", msg);
+    assert_int_equal(fg_harness_namespace(&h, "serve"), FG_OK);
+    assert_int_equal(fg_harness_namespace(&h, "fracgpu-system"), FG_OK);
+    char *uids[5];
+    static const char *const pods[5][3] = {
+        { "fracgpu-system", "capacity-a", "holder" }, { "fracgpu-system", "capacity-b", "holder" },
+        { "serve", "llm-0", "server" }, { "serve", "llm-1", "server" }, { "serve", "llm-2", "server" },
+    };
+    static const char *const cids[5] = { CID_A, CID_B, CID_C,
+                                         "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+                                         "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee" };
+    for (int i = 0; i < 5; i++)
+        uids[i] = make_pod(pods[i][0], pods[i][1], NODE, pods[i][2], cids[i]);
+    /* GPU 0: capacity-a's server (300) serves llm-0's two clients (302 is in both of NVML's lists);
+     * GPU 1: capacity-b's server serves llm-1 and llm-2; GPU 2: capacity-a's idle server, no client.
+     * 303, not a client, only has a name like the server's. */
+    static const unsigned servers[] = { 300, 310, 320 };
+    for (int i = 0; i < 3; i++) {
+        pod_cgroup(servers[i], uids[i == 1], cids[i == 1]);
+        fg_test_fake_cmdline(dir, servers[i], "/usr/bin/nvidia-cuda-mps-server", "-d");
+    }
+    pod_cgroup(301, uids[2], cids[2]);
+    pod_cgroup(302, uids[2], cids[2]);
+    pod_cgroup(303, uids[2], cids[2]);
+    fg_test_fake_cmdline(dir, 303, "/opt/nvidia-cuda-mps-server-probe", "x");
+    pod_cgroup(311, uids[3], cids[3]);
+    pod_cgroup(312, uids[4], cids[4]);
+    fg_test_fake_state(dir,
+        "{\"gpus\":[{\"uuid\":\"GPU-mps-1\",\"name\":\"NVIDIA H100\",\"total\":85899345920,\"used\":2000000000,"
+        "\"util\":55,\"procs\":[{\"pid\":300,\"used\":314572800},{\"pid\":302,\"used\":536870912},"
+        "{\"pid\":303,\"used\":1048576}],"
+        "\"mps_procs\":[{\"pid\":301,\"used\":1073741824},{\"pid\":302,\"used\":536870912}],"
+        "\"samples\":[{\"pid\":300,\"ts\":0,\"sm\":40}]},"
+        "{\"uuid\":\"GPU-mps-2\",\"name\":\"NVIDIA H100\",\"total\":85899345920,\"used\":3500000000,"
+        "\"util\":80,\"procs\":[{\"pid\":310,\"used\":268435456}],"
+        "\"mps_procs\":[{\"pid\":311,\"used\":1073741824},{\"pid\":312,\"used\":2147483648}],"
+        "\"samples\":[{\"pid\":310,\"ts\":0,\"sm\":80}]},"
+        "{\"uuid\":\"GPU-mps-3\",\"name\":\"NVIDIA H100\",\"total\":85899345920,\"used\":134217728,"
+        "\"procs\":[{\"pid\":320,\"used\":134217728}]}]}");
+
+    char proc_root[96], log_path[128];
+    snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
+    snprintf(log_path, sizeof log_path, "%s/exporter.log", dir);
+    char *const argv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
+                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
+                           "--interval", "200ms", NULL };
+    pid_t pid = exporter_pid = spawn(argv, log_path);
+    unsigned port = fg_test_exporter_port(log_path);
+    assert_true(port > 0);
+    struct fg_buf body;
+    fg_buf_init(&body, 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", port);
+    assert_true(wait_for(url, "pod=\"llm-2\"", 10000, &body));
+    const char *t = fg_buf_str(&body);
+    /* one pod's clients: its memory once per process, the device's utilization (not the server's 0.40) */
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_pod_gpu_memory_used_bytes", "0", "GPU-mps-1")
+                              ",namespace=\"serve\",pod=\"llm-0\",container=\"server\"} 1611661312\n"));
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_pod_gpu_utilization_ratio", "0", "GPU-mps-1")
+                              ",namespace=\"serve\",pod=\"llm-0\",container=\"server\"} 0.55\n"));
+    /* two pods' clients: memory each, no utilization share invented */
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_pod_gpu_memory_used_bytes", "1", "GPU-mps-2")
+                              ",namespace=\"serve\",pod=\"llm-1\",container=\"server\"} 1073741824\n"));
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_pod_gpu_memory_used_bytes", "1", "GPU-mps-2")
+                              ",namespace=\"serve\",pod=\"llm-2\",container=\"server\"} 2147483648\n"));
+    assert_null(strstr(t, "fracgpu_pod_gpu_utilization_ratio{node=\"" NODE "\",gpu=\"1\""));
+    /* the servers' memory: apart, per device, and never the capacity pods' */
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_gpu_mps_server_memory_bytes", "0", "GPU-mps-1") "} 314572800\n"));
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_gpu_mps_server_memory_bytes", "1", "GPU-mps-2") "} 268435456\n"));
+    assert_non_null(strstr(t, MPS_SERIES("fracgpu_gpu_mps_server_memory_bytes", "2", "GPU-mps-3") "} 134217728\n"));
+    assert_null(strstr(t, "pod=\"capacity-"));
+    assert_null(strstr(t, "fracgpu_pod_gpu_memory_used_bytes{node=\"" NODE "\",gpu=\"2\""));
+    if (access("/usr/bin/promtool", X_OK) == 0) {
+        char path[128], cmd[256];
+        snprintf(path, sizeof path, "%s/scrape.txt", dir);
+        FILE *f = fopen(path, "w");
+        fputs(t, f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "promtool check metrics < %s", path);
+        assert_int_equal(system(cmd), 0);
+    }
+    int st = stop(pid, 10000);
+    exporter_pid = 0;
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fg_buf_cleanup(&body);
+    for (int i = 0; i < 5; i++)
+        free(uids[i]);
+    fg_harness_stop(&h);
+    fg_test_fake_rm(dir);
+    curl_global_cleanup();
+}
+
 static void test_bad_usage(void **state)
 {
     (void)state;
@@ -365,6 +481,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_usage),
         cmocka_unit_test_teardown(test_exporter_process, teardown),
+        cmocka_unit_test_teardown(test_mps, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
