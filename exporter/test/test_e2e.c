@@ -141,6 +141,40 @@ static void read_file(const char *path, struct fg_buf *b)
     assert_int_equal(fg_buf_read_file(b, path, NULL), FG_OK);
 }
 
+/* The test API server, a client of it, and a fake NVML and proc tree in dir. */
+static void start_cluster(void)
+{
+    fg_log_set_level(FG_LOG_WARN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    fg_test_fake_dir(dir);
+    char msg[FG_ERRMSG_MAX] = "";
+    if (fg_harness_start(&h, NULL, msg) != FG_OK)
+        fail_msg("harness: %s", msg);
+}
+
+static void stop_cluster(void)
+{
+    fg_harness_stop(&h);
+    fg_test_fake_rm(dir);
+    curl_global_cleanup();
+}
+
+/* Starts `fracgpu exporter` on them (exporter_pid), sampling every 200 ms, logging to log_path (128
+ * bytes); returns the port it serves on. */
+static unsigned start_exporter(bool dcgm_aliases, char *log_path)
+{
+    char proc_root[96];
+    snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
+    snprintf(log_path, 128, "%s/exporter.log", dir);
+    char *const argv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
+                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
+                           "--interval", "200ms", dcgm_aliases ? "--dcgm-aliases" : NULL, NULL };
+    exporter_pid = spawn(argv, log_path);
+    unsigned port = fg_test_exporter_port(log_path);
+    assert_true(port > 0);
+    return port;
+}
+
 static void prometheus_check(unsigned port, struct fg_buf *body)
 {
     if (access("/usr/bin/prometheus", X_OK) != 0) {
@@ -191,12 +225,7 @@ static void prometheus_check(unsigned port, struct fg_buf *body)
 static void test_exporter_process(void **state)
 {
     (void)state;
-    fg_log_set_level(FG_LOG_WARN);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    fg_test_fake_dir(dir);
-    char msg[FG_ERRMSG_MAX] = "";
-    if (fg_harness_start(&h, NULL, msg) != FG_OK)
-        fail_msg("harness: %s", msg);
+    start_cluster();
     assert_int_equal(fg_harness_namespace(&h, "ml"), FG_OK);
 
     char *uid_a = make_pod("ml", "trainer-0", NODE, "trainer", CID_A);        /* holds no GPU request */
@@ -235,15 +264,8 @@ static void test_exporter_process(void **state)
         "\"procs\":[{\"pid\":107,\"used\":2048,\"gi\":1,\"ci\":0}],"
         "\"mig\":[{\"gi\":1,\"uuid\":\"MIG-e2e\",\"total\":10737418240,\"used\":4096,\"sm\":77}]}]}");
 
-    char proc_root[96], log_path[128];
-    snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
-    snprintf(log_path, sizeof log_path, "%s/exporter.log", dir);
-    char *const argv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
-                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
-                           "--interval", "200ms", "--dcgm-aliases", NULL };
-    pid_t pid = exporter_pid = spawn(argv, log_path);
-    unsigned port = fg_test_exporter_port(log_path);
-    assert_true(port > 0);
+    char log_path[128];
+    unsigned port = start_exporter(true, log_path);
 
     struct fg_buf body;
     fg_buf_init(&body, 0);
@@ -305,7 +327,7 @@ static void test_exporter_process(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz", port);
     assert_int_equal(http_get(url, &body), 200);
 
-    int st = stop(pid, 10000);
+    int st = stop(exporter_pid, 10000);
     exporter_pid = 0;
     struct fg_buf log;
     fg_buf_init(&log, 0);
@@ -321,9 +343,7 @@ static void test_exporter_process(void **state)
     free(uid_a);
     free(uid_b);
     free(uid_c);
-    fg_harness_stop(&h);
-    fg_test_fake_rm(dir);
-    curl_global_cleanup();
+    stop_cluster();
 }
 
 /* Writes pid's cgroup file: a container of pod uid, systemd driver, containerd. */
@@ -344,12 +364,7 @@ static void pod_cgroup(unsigned pid, const char *uid, const char *cid)
 static void test_mps(void **state)
 {
     (void)state;
-    fg_log_set_level(FG_LOG_WARN);
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    fg_test_fake_dir(dir);
-    char msg[FG_ERRMSG_MAX] = "";
-    if (fg_harness_start(&h, NULL, msg) != FG_OK)
-        fail_msg("harness: %s", msg);
+    start_cluster();
     assert_int_equal(fg_harness_namespace(&h, "serve"), FG_OK);
     assert_int_equal(fg_harness_namespace(&h, "fracgpu-system"), FG_OK);
     char *uids[5];
@@ -389,15 +404,8 @@ static void test_mps(void **state)
         "{\"uuid\":\"GPU-mps-3\",\"name\":\"NVIDIA H100\",\"total\":85899345920,\"used\":134217728,"
         "\"procs\":[{\"pid\":320,\"used\":134217728}]}]}");
 
-    char proc_root[96], log_path[128];
-    snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
-    snprintf(log_path, sizeof log_path, "%s/exporter.log", dir);
-    char *const argv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
-                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
-                           "--interval", "200ms", NULL };
-    pid_t pid = exporter_pid = spawn(argv, log_path);
-    unsigned port = fg_test_exporter_port(log_path);
-    assert_true(port > 0);
+    char log_path[128];
+    unsigned port = start_exporter(false, log_path);
     struct fg_buf body;
     fg_buf_init(&body, 0);
     char url[128];
@@ -430,15 +438,13 @@ static void test_mps(void **state)
         snprintf(cmd, sizeof cmd, "promtool check metrics < %s", path);
         assert_int_equal(system(cmd), 0);
     }
-    int st = stop(pid, 10000);
+    int st = stop(exporter_pid, 10000);
     exporter_pid = 0;
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     fg_buf_cleanup(&body);
     for (int i = 0; i < 5; i++)
         free(uids[i]);
-    fg_harness_stop(&h);
-    fg_test_fake_rm(dir);
-    curl_global_cleanup();
+    stop_cluster();
 }
 
 static void test_bad_usage(void **state)
