@@ -30,7 +30,7 @@ static enum fg_sched_code node_fit(const struct fg_sched_cycle *cy, const struct
     return FG_SCHED_SUCCESS;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_node_fit = { "NodeResourcesFit", NULL, node_fit };
+const struct fg_sched_filter_plugin fg_sched_plugin_node_fit = { "NodeResourcesFit", NULL, node_fit, NULL };
 
 static bool tolerates(const struct fg_sched_pod *p, const struct fg_sched_taint *t)
 {
@@ -59,7 +59,7 @@ static enum fg_sched_code taints(const struct fg_sched_cycle *cy, const struct f
     return FG_SCHED_SUCCESS;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_taints = { "TaintToleration", NULL, taints };
+const struct fg_sched_filter_plugin fg_sched_plugin_taints = { "TaintToleration", NULL, taints, NULL };
 
 static const char *label(const struct fg_sched_node *n, const char *key)
 {
@@ -108,7 +108,13 @@ static enum fg_sched_code node_affinity(const struct fg_sched_cycle *cy, const s
     return FG_SCHED_UNSCHEDULABLE;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_node_affinity = { "NodeAffinity", NULL, node_affinity };
+static bool node_affinity_skips(const struct fg_sched_cycle *cy)
+{
+    return cy->pod->n_node_selector == 0 && cy->pod->n_affinity == 0;
+}
+
+const struct fg_sched_filter_plugin fg_sched_plugin_node_affinity = { "NodeAffinity", NULL, node_affinity,
+                                                                       node_affinity_skips };
 
 static enum fg_sched_code gpu_model_pre(struct fg_sched_cycle *cy)
 {
@@ -128,7 +134,13 @@ static enum fg_sched_code gpu_model(const struct fg_sched_cycle *cy, const struc
     return FG_SCHED_SUCCESS;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gpu_model_pre, gpu_model };
+/* The GPU filters pass every node for a CPU-only pod. */
+static bool cpu_only(const struct fg_sched_cycle *cy)
+{
+    return cy->pod->n_gpus == 0;
+}
+
+const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gpu_model_pre, gpu_model, cpu_only };
 
 /* Whether every GPU of n admits pod, known from the node's summary without looking at each GPU. */
 static bool admits_all(const struct fg_sched_node *n, const struct fg_sched_pod *p)
@@ -149,7 +161,7 @@ static enum fg_sched_code sharing(const struct fg_sched_cycle *cy, const struct 
     return admitting >= cy->pod->n_gpus ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_sharing = { "GPUSharingIsolation", NULL, sharing };
+const struct fg_sched_filter_plugin fg_sched_plugin_sharing = { "GPUSharingIsolation", NULL, sharing, cpu_only };
 
 static enum fg_sched_code gpu_fit_pre(struct fg_sched_cycle *cy)
 {
@@ -178,4 +190,4 @@ static enum fg_sched_code gpu_fit(const struct fg_sched_cycle *cy, const struct 
     return fit >= p->n_gpus ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_gpu_fit = { "GPUFit", gpu_fit_pre, gpu_fit };
+const struct fg_sched_filter_plugin fg_sched_plugin_gpu_fit = { "GPUFit", gpu_fit_pre, gpu_fit, cpu_only };

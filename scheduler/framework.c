@@ -37,6 +37,7 @@ void fg_sched_framework_cleanup(struct fg_sched_framework *fw)
     free(fw->groups);
     free(fw->feasible);
     free(fw->scores);
+    free(fw->active);
     memset(fw, 0, sizeof *fw);
 }
 
@@ -159,12 +160,21 @@ enum fg_err fg_sched_schedule(struct fg_sched_framework *fw, struct fg_sched_clu
         fw->feasible = fg_realloc(fw->feasible, fw->cap * sizeof *fw->feasible);
         fw->scores = fg_realloc(fw->scores, fw->cap * sizeof *fw->scores);
     }
+    if (fw->cap_active < fw->n_filters) {
+        fw->cap_active = fw->n_filters;
+        fw->active = fg_realloc(fw->active, fw->cap_active * sizeof *fw->active);
+    }
+    const struct fg_sched_filter_plugin **active = fw->active;
+    size_t n_run = 0;  /* the filters this pod needs */
+    for (size_t f = 0; f < fw->n_filters; f++)
+        if (!fw->filters[f]->skips || !fw->filters[f]->skips(&cy))
+            active[n_run++] = fw->filters[f];
     size_t n_feasible = 0;
     for (size_t i = 0; i < c->n_nodes; i++) {
         size_t f = 0;
-        while (f < fw->n_filters && fw->filters[f]->filter(&cy, &c->nodes[i]) == FG_SCHED_SUCCESS)
+        while (f < n_run && active[f]->filter(&cy, &c->nodes[i]) == FG_SCHED_SUCCESS)
             f++;
-        if (f == fw->n_filters)
+        if (f == n_run)
             fw->feasible[n_feasible++] = (int)i;
     }
     out->feasible = (int)n_feasible;

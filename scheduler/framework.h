@@ -5,7 +5,9 @@
  * plugins see every node and read only that node; the policy (one Score plugin with optional
  * NormalizeScore, see policy.h) ranks the feasible nodes, the lowest node rank breaking ties; the
  * winner is reserved on the snapshot; Permit holds members of a pod group until group_min of them
- * are reserved. Exactly one feasible node is taken without scoring.
+ * are reserved. Exactly one feasible node is taken without scoring. A filter that says from the pod
+ * alone that it passes every node (a pod without node selector or affinity, the GPU filters for a
+ * CPU-only pod) is left out of that cycle: at 10,000 GPUs the filters are a third of a decision.
  *
  * The framework owns only scratch arrays and pod-group counters; the cluster and the policy are
  * borrowed and must outlive it. One framework serves one thread.
@@ -31,6 +33,9 @@ struct fg_sched_filter_plugin {
     enum fg_sched_code (*prefilter)(struct fg_sched_cycle *cy);
     /* Whether the node can take the pod: SUCCESS or UNSCHEDULABLE. Reads only the node. */
     enum fg_sched_code (*filter)(const struct fg_sched_cycle *cy, const struct fg_sched_node *n);
+    /* NULL, or whether filter would pass every node for this pod, known from the pod alone; the
+     * cycle then does not run it (kube-scheduler's PreFilter Skip). */
+    bool (*skips)(const struct fg_sched_cycle *cy);
 };
 
 /* The built-in filter plugins, in the order the default profile runs them (cheap and selective first). */
@@ -46,6 +51,8 @@ struct fg__sched_group;
 struct fg_sched_framework {
     const struct fg_sched_filter_plugin *const *filters;
     size_t n_filters;
+    const struct fg_sched_filter_plugin **active;  /* scratch: the filters of the current cycle */
+    size_t cap_active;
     struct fg_sched_policy *policy;
     int *feasible;                  /* scratch, one per node */
     int64_t *scores;

@@ -41,6 +41,7 @@ void fg__grad_cleanup(struct fg__grad *gr)
     free(gr->memo);
     free(gr->shapes);
     free(gr->shape_index);
+    fg__sigmoid_cleanup(&gr->sigmoid);
     memset(gr, 0, sizeof *gr);
 }
 
@@ -90,6 +91,19 @@ double fg__grad_frag(struct fg__grad *gr, const struct fg_sched_cluster *c, size
     return gr->frag[i];
 }
 
+/* A type of m milli's fit count k and small sum s on a node, updated for one GPU's change. */
+static inline void apply_change(int m, const struct fg__grad_change *ch, int *k, int *s)
+{
+    if (ch->before >= m)
+        (*k)--;
+    else
+        *s -= ch->before;
+    if (ch->after >= m)
+        (*k)++;
+    else
+        *s += ch->after;
+}
+
 double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,
                            const struct fg__grad_change *ch, int n_ch)
 {
@@ -110,20 +124,53 @@ double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c
             f += ty->p * idle;
             continue;
         }
-        int k = fit[t], s = small[t], m = ty->gpu_milli;
-        for (int j = 0; j < n_ch; j++) {
-            if (ch[j].before >= m)
-                k--;
-            else
-                s -= ch[j].before;
-            if (ch[j].after >= m)
-                k++;
-            else
-                s += ch[j].after;
-        }
+        int k = fit[t], s = small[t];
+        for (int j = 0; j < n_ch; j++)
+            apply_change(ty->gpu_milli, &ch[j], &k, &s);
         f += ty->p * (k >= ty->n_gpus ? s : idle);
     }
     return f;
+}
+
+/* Two candidates of fg__grad_frag_after_each at once: their sums in registers, side by side. */
+static void after_pair(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu, int milli,
+                       const int *free, double *out)
+{
+    const struct fg_sched_node *nd = &c->nodes[i];
+    const struct fg_sched_mix *mix = gr->mix;
+    const int *fit = &gr->fit[i * gr->n_types], *small = &gr->small[i * gr->n_types];
+    int idle = gr->idle[i] - milli;
+    struct fg__grad_change ch0 = { free[0], free[0] - milli }, ch1 = { free[1], free[1] - milli };
+    int64_t free_cpu = nd->free_cpu - cpu;
+    double f0 = 0, f1 = 0;
+    for (size_t t = 0; idle && t < mix->n; t++) {
+        const struct fg_sched_mix_type *ty = &mix->types[t];
+        if (!type_fits_node(ty, nd->model, free_cpu)) {
+            f0 += ty->p * idle;
+            f1 += ty->p * idle;
+            continue;
+        }
+        int k0 = fit[t], s0 = small[t], k1 = fit[t], s1 = small[t];
+        apply_change(ty->gpu_milli, &ch0, &k0, &s0);
+        apply_change(ty->gpu_milli, &ch1, &k1, &s1);
+        f0 += ty->p * (k0 >= ty->n_gpus ? s0 : idle);
+        f1 += ty->p * (k1 >= ty->n_gpus ? s1 : idle);
+    }
+    out[0] = f0;
+    out[1] = f1;
+}
+
+void fg__grad_frag_after_each(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,
+                              int milli, const int *free, int n, double *out)
+{
+    fg__grad_frag(gr, c, i);
+    int j = 0;
+    for (; j + 1 < n; j += 2)
+        after_pair(gr, c, i, cpu, milli, &free[j], &out[j]);
+    if (j < n) {
+        struct fg__grad_change ch = { free[j], free[j] - milli };
+        out[j] = fg__grad_frag_after(gr, c, i, cpu, &ch, 1);
+    }
 }
 
 static uint64_t shape_hash(const struct fg__grad_shape *k)

@@ -11,11 +11,17 @@
  * a node that did not change since it last saw that shape costs a lookup. The memo is laid out way
  * by way (all nodes' entries for one way are adjacent): a cycle, which asks every node about one
  * shape, reads it as one stream, and memory is touched only for the ways of shapes actually seen.
+ *
+ * One evaluation is a chain of dependent additions, one per mix type in mix order (so that every value
+ * equals fg_sched_frag bit for bit): ~35 types on the traces at 4 cycles each, about what the rest of
+ * the per-type work costs. A sharing pod's candidates on one node (its distinct free GPUs) therefore
+ * go through the types two by two, each pair's chains running side by side (fg__grad_frag_after_each).
  */
 #ifndef FG_SCHEDULER_GRADIENT_H
 #define FG_SCHEDULER_GRADIENT_H
 
 #include "scheduler/mix.h"
+#include "scheduler/sigmoid.h"
 
 struct fg__grad {
     const struct fg_sched_mix *mix; /* borrowed */
@@ -30,6 +36,7 @@ struct fg__grad {
     uint32_t n_shapes, cap_shapes;
     uint32_t *shape_index;          /* open addressing over 2 · cap_shapes slots: id + 1, 0 = empty */
     uint32_t last_shape;            /* id of the shape looked up last (a cycle asks once per node) */
+    struct fg__sigmoid sigmoid;     /* the score's steps (sigmoid.h), set up by the policies that score */
 };
 
 /* A pod shape as the gradients see it: CPU as scored (0 → 100), per-GPU memory, milli, GPU count,
@@ -70,5 +77,10 @@ double fg__grad_frag(struct fg__grad *gr, const struct fg_sched_cluster *c, size
 /* F of node i after its free CPU drops by cpu and the listed GPUs change. */
 double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,
                            const struct fg__grad_change *ch, int n_ch);
+/* The candidates of a sharing pod on node i: out[j] = fg__grad_frag_after of a GPU with free[j] free
+ * compute giving up milli (and the node cpu), for j < n, bit for bit; candidates go two by two, each
+ * pair in one pass over the types with its two sums side by side. */
+void fg__grad_frag_after_each(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,
+                              int milli, const int *free, int n, double *out);
 
 #endif

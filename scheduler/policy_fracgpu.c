@@ -147,7 +147,7 @@ static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle 
         return 0;
     double d = 0;
     uint32_t mask = cy->model_mask & fp->all_models;
-    if (n->model >= 0 && __builtin_popcount(mask) > 1 && fp->demand > 0) {
+    if (n->model >= 0 && (mask & (mask - 1)) && fp->demand > 0) {  /* more than one model allowed */
         double share = (fp->free[n->model] + 1) / (fp->free_total + 1);
         d -= W_SCARCE * p->n_gpus * p->gpu_milli * (fp->restricted[n->model] / fp->demand / share);
     }
@@ -208,6 +208,7 @@ struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, 
     fp->online = mix == NULL;
     fg_sched_mix_counter_init(&fp->seen);
     fg__grad_init(&fp->grad, c->n_nodes, fp->online ? &fp->own : mix);
+    fg__sigmoid_init(&fp->grad.sigmoid);
     fg__equiv_init(&fp->equiv);
     for (size_t i = 0; i < c->n_nodes; i++)
         if (c->nodes[i].model >= 0)

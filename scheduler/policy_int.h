@@ -14,7 +14,8 @@ struct fg_sched_policy *fg__sched_clustering_new(const struct fg_sched_cluster *
 struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix);
 struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix);
 
-/* FGD's integer score of node n: int(100 · sigmoid((F(before) + bias − F(after)) / 1000)), F from gr.
+/* FGD's integer score of node n: int(100 · sigmoid((F(before) + bias − F(after)) / 1000)), F from gr
+ * (whose sigmoid table the policy has initialised).
  * Whole-GPU pods take GPUs with free ≥ milli in ascending-free order; a sharing pod tries every GPU
  * that admits it (one of each set of identical idle GPUs) and *gpu gets the lowest-index one reaching
  * the highest score. bias carries a policy's extra terms in GPU-milli. */

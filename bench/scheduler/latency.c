@@ -1,7 +1,7 @@
 /*
  * latency — placement-decision latency of the scheduler core at 1,000, 10,000 and 50,000 GPUs.
  *
- *   fg_bench_sched_latency [PODS.csv] [decisions] [policy]
+ *   fg_bench_sched_latency [PODS.csv] [decisions] [policy] [GPUs]
  *
  * Each cluster has 8-GPU nodes (96 cores, 768 GiB; models 70% G2, 20% T4, 10% V100M32). It is first
  * filled to about 60% of its GPU compute with pods drawn from the trace (default: the Alibaba
@@ -9,7 +9,7 @@
  * partly used and full GPUs. Then `decisions` further pods drawn from the trace are each scheduled
  * (one full cycle: filters on every node, scoring, reserve) and unreserved again, so every decision
  * sees the same cluster; each is timed with the monotonic clock. Prints p50/p99/max per size and
- * policy. Not a pass/fail test.
+ * policy (a policy or GPU count given runs only that one). Not a pass/fail test.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     const char *pods = argc > 1 ? argv[1] : path;
     int decisions = argc > 2 ? atoi(argv[2]) : 2000;
     if (decisions < 100) {
-        fprintf(stderr, "usage: %s [PODS.csv] [decisions >= 100]\n", argv[0]);
+        fprintf(stderr, "usage: %s [PODS.csv] [decisions >= 100] [policy] [GPUs]\n", argv[0]);
         return 2;
     }
     struct fg_sched_trace t;
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
     int rc = 0;
     for (size_t s = 0; s < 3 && !rc; s++)
         for (size_t p = 0; p < 3 && !rc; p++)
-            if (argc <= 3 || !strcmp(argv[3], policies[p]))
+            if ((argc <= 3 || !strcmp(argv[3], policies[p])) && (argc <= 4 || atoi(argv[4]) == sizes[s]))
                 rc = run(&t, policies[p], sizes[s], decisions);
     fg_sched_trace_cleanup(&t);
     return rc ? 1 : 0;

@@ -202,6 +202,45 @@ static void unknown_policy_and_missing_mix(void **state)
     fg_sched_cluster_cleanup(&c);
 }
 
+/* Filters a pod leaves out of its cycle (skips) would have passed every node; a pod that has a node
+ * selector, or GPUs, keeps the filters that can refuse it, in the cycle as well. */
+static void skipped_filters_pass_every_node(void **state)
+{
+    (void)state;
+    struct env e;
+    fg_sched_cluster_init(&e.c);
+    fx_node(&e.c, "a", 8, 32, 1, "T4");
+    fx_node(&e.c, "b", 8, 32, 2, "V100");
+    fx_node(&e.c, "c", 8, 32, 0, NULL);
+    env_open(&e, "bestfit");
+    static const struct fg_sched_kv zone = { "zone", "a" };  /* no node has the label */
+    struct fg_sched_pod pods[4] = { fx_pod("cpu", 1, 0, 0), fx_pod("frac", 1, 1, 500), fx_pod("whole", 1, 2, 1000),
+                                    fx_pod("zoned", 1, 0, 0) };
+    pods[3].node_selector = &zone;
+    pods[3].n_node_selector = 1;
+    int skipped = 0;
+    for (int k = 0; k < 4; k++) {
+        struct fg_sched_cycle cy = { &e.c, &pods[k], fg_sched_pod_model_mask(&e.c, &pods[k]), NULL };
+        for (size_t f = 0; f < e.fw.n_filters; f++) {
+            const struct fg_sched_filter_plugin *pl = e.fw.filters[f];
+            if (!pl->skips || !pl->skips(&cy))
+                continue;
+            skipped++;
+            for (int i = 0; i < (int)e.c.n_nodes; i++)
+                assert_int_equal(fx_filter(pl, &e.c, &pods[k], i), FG_SCHED_SUCCESS);
+        }
+    }
+    assert_int_equal(skipped, 4 + 1 + 1 + 3);  /* affinity and the 3 GPU filters; affinity; affinity; GPU ones */
+    struct fg_sched_placement pl;
+    char errmsg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &pods[3], &pl, errmsg), FG_OK);
+    assert_int_equal(pl.code, FG_SCHED_UNSCHEDULABLE);
+    assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &pods[2], &pl, errmsg), FG_OK);
+    assert_int_equal(pl.code, FG_SCHED_SUCCESS);
+    assert_int_equal(pl.node, 1);  /* the only node with two GPUs */
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +252,7 @@ int main(void)
         cmocka_unit_test(pod_group_waits_for_its_minimum),
         cmocka_unit_test(policy_bound_to_its_node_set),
         cmocka_unit_test(unknown_policy_and_missing_mix),
+        cmocka_unit_test(skipped_filters_pass_every_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -105,12 +106,87 @@ static void gradient_matches_recomputation(void **state)
     fg_sched_cluster_cleanup(&c);
 }
 
+/* A random mix of n types over models 0..2, some needing no GPU, several sharing a CPU size. */
+static void random_mix(struct fg_sched_rng *rng, struct fg_sched_mix_type *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int gpus = (int)fg_sched_rng_below(rng, 4);
+        t[i] = (struct fg_sched_mix_type){ (int64_t)fg_sched_rng_below(rng, 12) * 1000,
+                                           gpus ? 10 * (1 + (int)fg_sched_rng_below(rng, 100)) : 0, gpus,
+                                           fg_sched_rng_below(rng, 3) ? FG_SCHED_MODELS_ANY
+                                                                      : 1u << fg_sched_rng_below(rng, 3),
+                                           (1 + (double)fg_sched_rng_below(rng, 1000)) / (997.0 * (double)n) };
+    }
+}
+
+/* fg__grad_frag_after_each, over random nodes, candidate lists and mixes of 7 to 45 types, gives every
+ * F exactly (==, not within a tolerance) as the definition sums it, and as fg__grad_frag_after. */
+static void candidates_in_one_pass_equal_the_definition_exactly(void **state)
+{
+    (void)state;
+    struct fg_sched_rng rng;
+    fg_sched_rng_seed(&rng, 7);
+    static const char *const models[] = { "T4", "G2", "V100" };
+    struct fg_sched_cluster c;
+    fg_sched_cluster_init(&c);
+    for (int i = 0; i < 9; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        fx_node(&c, name, 32, 256, 1 + i % 8, models[i % 3]);
+    }
+    struct fg_sched_mix_type t[45];
+    struct fg_sched_mix mix = { t, 7 };
+    random_mix(&rng, t, mix.n);
+    struct fg__grad gr;
+    fg__grad_init(&gr, c.n_nodes, &mix);
+    int nonzero = 0;
+    for (int round = 0; round < 2000; round++) {
+        if (round % 200 == 199) {  /* a new mix, larger or smaller */
+            mix.n = 7 + fg_sched_rng_below(&rng, 39);
+            random_mix(&rng, t, mix.n);
+            fg__grad_set_mix(&gr, &mix);
+        }
+        size_t i = fg_sched_rng_below(&rng, c.n_nodes);
+        struct fg_sched_node *n = &c.nodes[i];
+        for (int g = 0; g < n->n_gpus; g++)
+            n->gpus[g].free_milli = 10 * (int)fg_sched_rng_below(&rng, 101);
+        n->free_cpu = (int64_t)fg_sched_rng_below(&rng, 33) * 1000;
+        n->version++;
+        int milli = 10 * (1 + (int)fg_sched_rng_below(&rng, 100)), free[FG_SCHED_MAX_GPUS], cand[FG_SCHED_MAX_GPUS];
+        int n_cand = 0;
+        for (int g = 0; g < n->n_gpus; g++) {
+            free[g] = n->gpus[g].free_milli;
+            if (free[g] >= milli)
+                cand[n_cand++] = free[g];
+        }
+        int64_t cpu = (int64_t)fg_sched_rng_below(&rng, 8) * 1000;
+        double out[FG_SCHED_MAX_GPUS];
+        fg__grad_frag_after_each(&gr, &c, i, cpu, milli, cand, n_cand, out);
+        for (int j = 0, g = 0; j < n_cand; j++, g++) {
+            while (free[g] != cand[j] || free[g] < milli)
+                g++;
+            free[g] -= milli;
+            double want = fg_sched_frag(&mix, n->model, n->free_cpu - cpu, free, n->n_gpus);
+            free[g] += milli;
+            struct fg__grad_change ch = { cand[j], cand[j] - milli };
+            assert_true(out[j] == want);
+            assert_true(fg__grad_frag_after(&gr, &c, i, cpu, &ch, 1) == want);
+            nonzero += want > 0;
+        }
+        assert_true(fg__grad_frag(&gr, &c, i) == fg_sched_frag_node(&mix, n));
+    }
+    assert_true(nonzero > 2000);  /* most evaluations had fragments to sum */
+    fg__grad_cleanup(&gr);
+    fg_sched_cluster_cleanup(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mix_covers_95_percent_and_normalises),
         cmocka_unit_test(frag_follows_the_definition),
         cmocka_unit_test(gradient_matches_recomputation),
+        cmocka_unit_test(candidates_in_one_pass_equal_the_definition_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
