@@ -147,6 +147,8 @@ enum fg_err fg_sched_cluster_add_node(struct fg_sched_cluster *c, const struct f
     }
     n->rank = (uint32_t)c->n_nodes;
     c->gpu_milli_total += (int64_t)s->n_gpus * FG_SCHED_MILLI;
+    if (model >= 0)
+        c->model_free_milli[model] += (int64_t)s->n_gpus * FG_SCHED_MILLI;
     if (s->n_gpus > c->max_node_gpus)
         c->max_node_gpus = s->n_gpus;
     if (id_out)
@@ -207,6 +209,7 @@ static void charge(struct fg_sched_cluster *c, const struct fg_sched_pod *p, int
         g->free_mem_mib -= sign * p->gpu_mem_mib;
         g->tenants += sign;
         c->gpu_milli_used += sign * p->gpu_milli;
+        c->model_free_milli[n->model] -= sign * p->gpu_milli;   /* a node with GPUs has a model */
         if (sign > 0) {
             g->sharing = p->sharing;
             if (p->isolation == FG_SCHED_ISO_DEDICATED && !g->owner)

@@ -49,8 +49,6 @@ struct fracgpu_policy {
     uint32_t all_models;            /* mask of the cluster's models */
     double restricted[FG_SCHED_MAX_MODELS];  /* GPU milli seen from pods restricted to a subset */
     double demand;                  /* GPU milli seen from all pods */
-    double free[FG_SCHED_MAX_MODELS];        /* free GPU milli per model */
-    double free_total;
     int64_t pods_seen, rebuilt_at;
     struct fg__equiv equiv;
 };
@@ -148,7 +146,9 @@ static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle 
     double d = 0;
     uint32_t mask = cy->model_mask & fp->all_models;
     if (n->model >= 0 && (mask & (mask - 1)) && fp->demand > 0) {  /* more than one model allowed */
-        double share = (fp->free[n->model] + 1) / (fp->free_total + 1);
+        const struct fg_sched_cluster *c = cy->cluster;
+        double share = ((double)c->model_free_milli[n->model] + 1) /
+                       ((double)(c->gpu_milli_total - c->gpu_milli_used) + 1);
         d -= W_SCARCE * p->n_gpus * p->gpu_milli * (fp->restricted[n->model] / fp->demand / share);
     }
     if (fp->rho_gen != fp->grad.mix_gen) {
@@ -176,18 +176,6 @@ static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *c
     return fg__equiv_score(&ctx.fp->equiv, cy->cluster, n, gpu, node_score, &ctx);
 }
 
-static void bound(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
-                  const struct fg_sched_placement *pl)
-{
-    struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
-    int model = cy->cluster->nodes[node].model;
-    double d = (double)pl->n_gpus * cy->pod->gpu_milli;
-    if (model >= 0) {
-        fp->free[model] -= d;
-        fp->free_total -= d;
-    }
-}
-
 static void policy_free(struct fg_sched_policy *pol)
 {
     struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
@@ -199,7 +187,7 @@ static void policy_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, bound, policy_free };
+static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, NULL, policy_free };
 
 struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
 {
@@ -210,11 +198,7 @@ struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, 
     fg__grad_init(&fp->grad, c->n_nodes, fp->online ? &fp->own : mix);
     fg__sigmoid_init(&fp->grad.sigmoid);
     fg__equiv_init(&fp->equiv);
-    for (size_t i = 0; i < c->n_nodes; i++)
-        if (c->nodes[i].model >= 0)
-            fp->free[c->nodes[i].model] += (double)c->nodes[i].n_gpus * FG_SCHED_MILLI;
     for (int m = 0; m < c->n_models; m++)
         fp->all_models |= 1u << m;
-    fp->free_total = (double)c->gpu_milli_total;
     return &fp->base;
 }

@@ -156,6 +156,7 @@ struct fg_sched_cluster {
     int n_models;
     int64_t gpu_milli_total;        /* Σ 1000 · GPUs */
     int64_t gpu_milli_used;
+    int64_t model_free_milli[FG_SCHED_MAX_MODELS];  /* free GPU milli per model */
     int max_node_gpus;              /* most GPUs on any one node */
     struct fg__sched_states *states; /* owned: the interned node states (states.c) */
 };

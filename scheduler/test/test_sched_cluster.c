@@ -126,6 +126,7 @@ static void reserve_and_unreserve_are_inverse(void **state)
     assert_int_equal(c.nodes[n].gpus[1].free_mem_mib, 16384 - 4096);
     assert_string_equal(c.nodes[n].gpus[1].owner, "team-a");
     assert_int_equal(c.gpu_milli_used, 300);
+    assert_int_equal(c.model_free_milli[c.nodes[n].model], 1700);
     assert_true(c.nodes[n].version != v);
     fg_sched_unreserve(&c, &p, n, &g, 1);
     assert_int_equal(c.nodes[n].free_cpu, 8000);
@@ -133,6 +134,7 @@ static void reserve_and_unreserve_are_inverse(void **state)
     assert_null(c.nodes[n].gpus[1].owner);
     assert_int_equal(c.nodes[n].gpus[1].sharing, FG_SCHED_SHARE_NONE);
     assert_int_equal(c.gpu_milli_used, 0);
+    assert_int_equal(c.model_free_milli[c.nodes[n].model], 2000);
     assert_int_equal(c.nodes[n].pods, 0);
     fg_sched_cluster_cleanup(&c);
 }

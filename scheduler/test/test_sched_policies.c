@@ -204,6 +204,43 @@ static void fracgpu_keeps_scarce_models_for_restricted_pods(void **state)
     fg_sched_cluster_cleanup(&c);
 }
 
+/* Pods placed and undone (failed binds) leave fracgpu scoring as a policy that only saw them. */
+static void fracgpu_scarcity_follows_unreserve(void **state)
+{
+    (void)state;
+    struct fg_sched_cluster c;
+    fg_sched_cluster_init(&c);
+    int t4 = fx_node(&c, "t4", 64, 256, 2, "T4"), g2 = fx_node(&c, "g2", 64, 256, 2, "G2");
+    struct fg_sched_pod any = fx_pod("any", 1, 1, 1000), only_t4 = fx_pod("t4-only", 1, 1, 500);
+    const char *t4_name[] = { "T4" };
+    only_t4.models = t4_name;
+    only_t4.n_models = 1;
+    char errmsg[FG_ERRMSG_MAX];
+    struct fg_sched_placement pl;
+    struct fg_sched_policy *pol = make("fracgpu", &c, NULL), *seen_only = make("fracgpu", &c, NULL);
+    struct fg_sched_framework fw;
+    fg_sched_framework_init(&fw, pol);
+    for (int i = 0; i < 7; i++) {
+        const struct fg_sched_pod *p = i % 2 ? &any : &only_t4;
+        assert_int_equal(fg_sched_schedule(&fw, &c, p, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.code, FG_SCHED_SUCCESS);
+        fg_sched_framework_unreserve(&fw, &c, p, &pl);
+        struct fg_sched_cycle cy = { &c, p, fg_sched_pod_model_mask(&c, p), NULL };
+        seen_only->ops->observe(seen_only, &cy);
+    }
+    assert_int_equal(c.model_free_milli[c.nodes[t4].model], 2000);
+    assert_int_equal(c.model_free_milli[c.nodes[g2].model], 2000);
+    int gpu;
+    int64_t on_t4 = score_of(pol, &c, &any, t4, &gpu), on_g2 = score_of(pol, &c, &any, g2, &gpu);
+    assert_true(on_t4 < on_g2);   /* T4 demand seen: the scarcity term is at work */
+    assert_int_equal(on_t4, score_of(seen_only, &c, &any, t4, &gpu));
+    assert_int_equal(on_g2, score_of(seen_only, &c, &any, g2, &gpu));
+    fg_sched_framework_cleanup(&fw);
+    fg_sched_policy_free(pol);
+    fg_sched_policy_free(seen_only);
+    fg_sched_cluster_cleanup(&c);
+}
+
 static void equivalence_cache_is_exact(void **state)
 {
     (void)state;
@@ -256,6 +293,7 @@ int main(void)
         cmocka_unit_test(random_spreads_over_feasible_nodes_and_gpus),
         cmocka_unit_test(fgd_prefers_filling_unusable_space),
         cmocka_unit_test(fracgpu_keeps_scarce_models_for_restricted_pods),
+        cmocka_unit_test(fracgpu_scarcity_follows_unreserve),
         cmocka_unit_test(equivalence_cache_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
