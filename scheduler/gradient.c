@@ -27,6 +27,7 @@ void fg__grad_init(struct fg__grad *gr, size_t n_nodes, const struct fg_sched_mi
     gr->idle = fg_calloc(gr->n_nodes, sizeof *gr->idle);
     gr->frag = fg_calloc(gr->n_nodes, sizeof *gr->frag);
     gr->memo = fg_calloc(gr->n_nodes * MEMO_WAYS, sizeof *gr->memo);
+    gr->models = fg_calloc(FG_SCHED_MAX_MODELS, sizeof *gr->models);
     fg__grad_set_mix(gr, mix);
 }
 
@@ -41,6 +42,11 @@ void fg__grad_cleanup(struct fg__grad *gr)
     free(gr->memo);
     free(gr->shapes);
     free(gr->shape_index);
+    for (int m = 0; gr->models && m < FG_SCHED_MAX_MODELS; m++) {
+        free(gr->models[m].groups);
+        free(gr->models[m].members);
+    }
+    free(gr->models);
     fg__sigmoid_cleanup(&gr->sigmoid);
     memset(gr, 0, sizeof *gr);
 }
@@ -53,11 +59,81 @@ void fg__grad_set_mix(struct fg__grad *gr, const struct fg_sched_mix *mix)
         gr->n_types = mix->n;
         alloc_types(gr);
     }
+    gr->weight_total = 0;
+    for (size_t t = 0; t < mix->n; t++)
+        gr->weight_total += fg_sched_mix_weight(mix->types[t].p);
 }
 
-static bool type_fits_node(const struct fg_sched_mix_type *t, int model, int64_t free_cpu)
+/* Whether type ty belongs to one of model m's groups: it needs a GPU and allows m. */
+static bool grouped(const struct fg_sched_mix_type *ty, int m)
 {
-    return t->gpu_milli > 0 && model >= 0 && (t->mask & (1u << model)) && free_cpu >= t->cpu_milli;
+    return ty->gpu_milli > 0 && (ty->mask & (1u << m));
+}
+
+/* The index of ty's group among md's, n_groups when it has none yet. */
+static size_t group_of(const struct fg__grad_model *md, const struct fg_sched_mix_type *ty)
+{
+    size_t g = 0;
+    while (g < md->n_groups && (md->groups[g].gpu_milli != ty->gpu_milli || md->groups[g].n_gpus != ty->n_gpus))
+        g++;
+    return g;
+}
+
+/* Model m's groups for the current mix, built on first use after a mix change: the mix's GPU types
+ * that allow m, grouped by (GPU milli, GPU count), each group's members in ascending CPU order. */
+static const struct fg__grad_model *model_groups(struct fg__grad *gr, int m)
+{
+    struct fg__grad_model *md = &gr->models[m];
+    if (md->gen == gr->mix_gen)
+        return md;
+    const struct fg_sched_mix *mix = gr->mix;
+    if (md->cap < mix->n) {
+        md->cap = mix->n;
+        md->groups = fg_realloc(md->groups, md->cap * sizeof *md->groups);
+        md->members = fg_realloc(md->members, md->cap * sizeof *md->members);
+    }
+    md->n_groups = 0;
+    for (size_t t = 0; t < mix->n; t++) {
+        const struct fg_sched_mix_type *ty = &mix->types[t];
+        if (!grouped(ty, m))
+            continue;
+        size_t g = group_of(md, ty);
+        if (g == md->n_groups)
+            md->groups[md->n_groups++] = (struct fg__grad_group){ ty->gpu_milli, ty->n_gpus, 0, 0, 0, 0 };
+        md->groups[g].n++;
+    }
+    uint32_t first = 0;
+    for (size_t g = 0; g < md->n_groups; g++) {
+        md->groups[g].first = first;
+        first += md->groups[g].n;
+        md->groups[g].n = 0;
+    }
+    for (size_t t = 0; t < mix->n; t++) {
+        const struct fg_sched_mix_type *ty = &mix->types[t];
+        if (!grouped(ty, m))
+            continue;
+        struct fg__grad_group *gp = &md->groups[group_of(md, ty)];
+        struct fg__grad_member x = { ty->cpu_milli, fg_sched_mix_weight(ty->p) }, *mb = &md->members[gp->first];
+        uint32_t j = gp->n++;
+        for (; j > 0 && mb[j - 1].cpu_milli > x.cpu_milli; j--)
+            mb[j] = mb[j - 1];
+        mb[j] = x;
+        gp->weight += x.weight;
+        gp->cpu_max = x.cpu_milli > gp->cpu_max ? x.cpu_milli : gp->cpu_max;
+    }
+    md->gen = gr->mix_gen;
+    return md;
+}
+
+/* The weight of group g's members whose CPU request free_cpu covers. */
+static inline int64_t group_weight(const struct fg__grad_model *md, const struct fg__grad_group *g, int64_t free_cpu)
+{
+    if (free_cpu >= g->cpu_max)
+        return g->weight;
+    int64_t w = 0;
+    for (const struct fg__grad_member *mb = &md->members[g->first]; mb->cpu_milli <= free_cpu; mb++)
+        w += mb->weight;
+    return w;
 }
 
 double fg__grad_frag(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i)
@@ -65,33 +141,36 @@ double fg__grad_frag(struct fg__grad *gr, const struct fg_sched_cluster *c, size
     const struct fg_sched_node *n = &c->nodes[i];
     if (gr->node_ver[i] == n->version + 1 && gr->node_gen[i] == gr->mix_gen)
         return gr->frag[i];
-    const struct fg_sched_mix *mix = gr->mix;
     int *fit = &gr->fit[i * gr->n_types], *small = &gr->small[i * gr->n_types];
     int idle = 0;
     for (int g = 0; g < n->n_gpus; g++)
         idle += n->gpus[g].free_milli;
-    double f = 0;
-    for (size_t t = 0; t < mix->n; t++) {
-        int m = mix->types[t].gpu_milli, k = 0, s = 0;
-        for (int g = 0; g < n->n_gpus; g++) {
-            if (n->gpus[g].free_milli >= m)
-                k++;
-            else
-                s += n->gpus[g].free_milli;
+    int64_t usable = 0;  /* Σ over the types that fit of weight · (idle − small) */
+    if (n->model >= 0) {
+        const struct fg__grad_model *md = model_groups(gr, n->model);
+        for (size_t q = 0; q < md->n_groups; q++) {
+            const struct fg__grad_group *gp = &md->groups[q];
+            int k = 0, s = 0;
+            for (int g = 0; g < n->n_gpus; g++) {
+                if (n->gpus[g].free_milli >= gp->gpu_milli)
+                    k++;
+                else
+                    s += n->gpus[g].free_milli;
+            }
+            fit[q] = k;
+            small[q] = s;
+            if (k >= gp->n_gpus)
+                usable += group_weight(md, gp, n->free_cpu) * (idle - s);
         }
-        fit[t] = k;
-        small[t] = s;
-        bool ok = type_fits_node(&mix->types[t], n->model, n->free_cpu) && k >= mix->types[t].n_gpus;
-        f += mix->types[t].p * (ok ? s : idle);
     }
     gr->idle[i] = idle;
-    gr->frag[i] = idle ? f : 0;
+    gr->frag[i] = fg_sched_frag_value(gr->weight_total * idle - usable);
     gr->node_ver[i] = n->version + 1;
     gr->node_gen[i] = gr->mix_gen;
     return gr->frag[i];
 }
 
-/* A type of m milli's fit count k and small sum s on a node, updated for one GPU's change. */
+/* A group of m milli's fit count k and small sum s on a node, updated for one GPU's change. */
 static inline void apply_change(int m, const struct fg__grad_change *ch, int *k, int *s)
 {
     if (ch->before >= m)
@@ -109,55 +188,53 @@ double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c
 {
     fg__grad_frag(gr, c, i);
     const struct fg_sched_node *n = &c->nodes[i];
-    const struct fg_sched_mix *mix = gr->mix;
     const int *fit = &gr->fit[i * gr->n_types], *small = &gr->small[i * gr->n_types];
     int idle = gr->idle[i];
     for (int j = 0; j < n_ch; j++)
         idle -= ch[j].before - ch[j].after;
     if (idle == 0)
         return 0;
-    int64_t free_cpu = n->free_cpu - cpu;
-    double f = 0;
-    for (size_t t = 0; t < mix->n; t++) {
-        const struct fg_sched_mix_type *ty = &mix->types[t];
-        if (!type_fits_node(ty, n->model, free_cpu)) {
-            f += ty->p * idle;
+    int64_t free_cpu = n->free_cpu - cpu, usable = 0;
+    const struct fg__grad_model *md = model_groups(gr, n->model);
+    for (size_t q = 0; q < md->n_groups; q++) {
+        const struct fg__grad_group *gp = &md->groups[q];
+        int64_t w = group_weight(md, gp, free_cpu);
+        if (w == 0)
             continue;
-        }
-        int k = fit[t], s = small[t];
+        int k = fit[q], s = small[q];
         for (int j = 0; j < n_ch; j++)
-            apply_change(ty->gpu_milli, &ch[j], &k, &s);
-        f += ty->p * (k >= ty->n_gpus ? s : idle);
+            apply_change(gp->gpu_milli, &ch[j], &k, &s);
+        if (k >= gp->n_gpus)
+            usable += w * (idle - s);
     }
-    return f;
+    return fg_sched_frag_value(gr->weight_total * idle - usable);
 }
 
-/* Two candidates of fg__grad_frag_after_each at once: their sums in registers, side by side. */
+/* Two candidates of fg__grad_frag_after_each at once, sharing each group's weight and counts. */
 static void after_pair(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu, int milli,
                        const int *free, double *out)
 {
     const struct fg_sched_node *nd = &c->nodes[i];
-    const struct fg_sched_mix *mix = gr->mix;
     const int *fit = &gr->fit[i * gr->n_types], *small = &gr->small[i * gr->n_types];
     int idle = gr->idle[i] - milli;
     struct fg__grad_change ch0 = { free[0], free[0] - milli }, ch1 = { free[1], free[1] - milli };
-    int64_t free_cpu = nd->free_cpu - cpu;
-    double f0 = 0, f1 = 0;
-    for (size_t t = 0; idle && t < mix->n; t++) {
-        const struct fg_sched_mix_type *ty = &mix->types[t];
-        if (!type_fits_node(ty, nd->model, free_cpu)) {
-            f0 += ty->p * idle;
-            f1 += ty->p * idle;
+    int64_t free_cpu = nd->free_cpu - cpu, u0 = 0, u1 = 0;
+    const struct fg__grad_model *md = model_groups(gr, nd->model);
+    for (size_t q = 0; idle && q < md->n_groups; q++) {
+        const struct fg__grad_group *gp = &md->groups[q];
+        int64_t w = group_weight(md, gp, free_cpu);
+        if (w == 0)
             continue;
-        }
-        int k0 = fit[t], s0 = small[t], k1 = fit[t], s1 = small[t];
-        apply_change(ty->gpu_milli, &ch0, &k0, &s0);
-        apply_change(ty->gpu_milli, &ch1, &k1, &s1);
-        f0 += ty->p * (k0 >= ty->n_gpus ? s0 : idle);
-        f1 += ty->p * (k1 >= ty->n_gpus ? s1 : idle);
+        int k0 = fit[q], s0 = small[q], k1 = fit[q], s1 = small[q];
+        apply_change(gp->gpu_milli, &ch0, &k0, &s0);
+        apply_change(gp->gpu_milli, &ch1, &k1, &s1);
+        if (k0 >= gp->n_gpus)
+            u0 += w * (idle - s0);
+        if (k1 >= gp->n_gpus)
+            u1 += w * (idle - s1);
     }
-    out[0] = f0;
-    out[1] = f1;
+    out[0] = idle ? fg_sched_frag_value(gr->weight_total * idle - u0) : 0;
+    out[1] = idle ? fg_sched_frag_value(gr->weight_total * idle - u1) : 0;
 }
 
 void fg__grad_frag_after_each(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,

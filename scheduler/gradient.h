@@ -2,20 +2,26 @@
  * gradient — fast fragmentation gradients for the FGD-family policies (module-internal).
  *
  * The FGD score of a node is F(before) − F(after placing the pod), F being mix.h's fragmentation.
- * Recomputing F from scratch for every candidate GPU costs O(types × GPUs); here each node keeps,
- * per mix type, the count of GPUs the type fits on and the idle compute it cannot use, refreshed only
- * when the node's version or the mix changes. A candidate placement then costs O(types): only the
- * GPUs it touches and the node's free CPU change. Results equal fg_sched_frag exactly (the unit tests
- * compare them). A per-node memo (MEMO_WAYS entries, one per shape id modulo the ways) also keeps,
+ * Recomputing F from scratch for every candidate GPU costs O(types × GPUs). Here the mix's GPU types
+ * that can run on a model are grouped by (GPU milli, GPU count): a group's types differ only in CPU
+ * request and weight, and on any node they share the count of GPUs they fit on and the idle compute
+ * they cannot use (the small sum). Since mix.h sums F in integers, F can be summed in any order:
+ *
+ *   F = W · idle − Σ_groups [fit ≥ count] · W_cpu · (idle − small)
+ *
+ * with W the weight of the whole mix and W_cpu that of the group's types whose CPU request the node's
+ * free CPU covers (all of them unless the node is short of CPU). Each node keeps, per group of its
+ * model, the fit count and small sum, refreshed only when the node's version or the mix changes. A
+ * candidate placement then costs O(groups): only the GPUs it touches and the node's free CPU change.
+ * On the `default` trace the 35 types (5 of them CPU-only, which only add to W · idle) make 12 groups.
+ * Results equal fg_sched_frag exactly, which sums type by type in mix order (the unit tests compare
+ * them with ==). A per-node memo (MEMO_WAYS entries, one per shape id modulo the ways) also keeps,
  * per pod shape, F(before) and F(after) of every candidate GPU until the node or the mix changes, so
  * a node that did not change since it last saw that shape costs a lookup. The memo is laid out way
  * by way (all nodes' entries for one way are adjacent): a cycle, which asks every node about one
  * shape, reads it as one stream, and memory is touched only for the ways of shapes actually seen.
- *
- * One evaluation is a chain of dependent additions, one per mix type in mix order (so that every value
- * equals fg_sched_frag bit for bit): ~35 types on the traces at 4 cycles each, about what the rest of
- * the per-type work costs. A sharing pod's candidates on one node (its distinct free GPUs) therefore
- * go through the types two by two, each pair's chains running side by side (fg__grad_frag_after_each).
+ * A sharing pod's candidates on one node (its distinct free GPUs) go through the groups two by two,
+ * sharing each group's weight and counts (fg__grad_frag_after_each).
  */
 #ifndef FG_SCHEDULER_GRADIENT_H
 #define FG_SCHEDULER_GRADIENT_H
@@ -23,13 +29,35 @@
 #include "scheduler/mix.h"
 #include "scheduler/sigmoid.h"
 
+/* The mix's GPU types of one GPU milli and count that allow a model: they share the fit count and small
+ * sum on every node of it, and differ only in CPU request and weight. */
+struct fg__grad_group {
+    int gpu_milli, n_gpus;
+    int64_t weight, cpu_max;        /* the members' Σ weight and largest CPU request */
+    uint32_t first, n;              /* the members: fg__grad_model.members[first .. first + n) */
+};
+
+struct fg__grad_member {
+    int64_t cpu_milli, weight;      /* groups list theirs in ascending CPU */
+};
+
+/* One model's groups for the mix generation gen (0: never built); capacity cap of each array. */
+struct fg__grad_model {
+    uint64_t gen;
+    size_t n_groups, cap;
+    struct fg__grad_group *groups;
+    struct fg__grad_member *members;
+};
+
 struct fg__grad {
     const struct fg_sched_mix *mix; /* borrowed */
     uint64_t mix_gen;
     size_t n_nodes, n_types;
     uint64_t *node_ver, *node_gen;  /* per node: version and mix generation cached */
     int *idle;                      /* per node: Σ free milli */
-    int *fit, *small;               /* per node × type */
+    int *fit, *small;               /* per node × group of its model */
+    int64_t weight_total;           /* Σ of the mix's weights (mix.h's fixed point) */
+    struct fg__grad_model *models;  /* FG_SCHED_MAX_MODELS, by model index */
     double *frag;                   /* per node: F */
     struct fg__grad_memo *memo;     /* MEMO_WAYS × nodes: candidate evaluations across cycles */
     struct fg__grad_shape *shapes;  /* by id */
@@ -79,7 +107,7 @@ double fg__grad_frag_after(struct fg__grad *gr, const struct fg_sched_cluster *c
                            const struct fg__grad_change *ch, int n_ch);
 /* The candidates of a sharing pod on node i: out[j] = fg__grad_frag_after of a GPU with free[j] free
  * compute giving up milli (and the node cpu), for j < n, bit for bit; candidates go two by two, each
- * pair in one pass over the types with its two sums side by side. */
+ * pair in one pass over the groups. */
 void fg__grad_frag_after_each(struct fg__grad *gr, const struct fg_sched_cluster *c, size_t i, int64_t cpu,
                               int milli, const int *free, int n, double *out);
 

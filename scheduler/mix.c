@@ -4,6 +4,7 @@
  * Groups are found by linear search: traces have around a hundred distinct shapes, so a hash table
  * would buy nothing measurable. The spec string is copied into the group.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,11 @@ void fg_sched_mix_cleanup(struct fg_sched_mix *mix)
     mix->n = 0;
 }
 
+int64_t fg_sched_mix_weight(double p)
+{
+    return llround(ldexp(p, FG_SCHED_FRAG_BITS));
+}
+
 double fg_sched_frag(const struct fg_sched_mix *mix, int model, int64_t free_cpu, const int *free, int n)
 {
     int idle = 0;
@@ -104,7 +110,7 @@ double fg_sched_frag(const struct fg_sched_mix *mix, int model, int64_t free_cpu
     if (idle == 0)
         return 0;
     uint32_t bit = model >= 0 ? 1u << model : 0;
-    double f = 0;
+    int64_t f = 0;
     for (size_t i = 0; i < mix->n; i++) {
         const struct fg_sched_mix_type *t = &mix->types[i];
         int frag = idle;
@@ -119,9 +125,9 @@ double fg_sched_frag(const struct fg_sched_mix *mix, int model, int64_t free_cpu
             if (fit >= t->n_gpus)
                 frag = small;
         }
-        f += t->p * frag;
+        f += fg_sched_mix_weight(t->p) * frag;
     }
-    return f;
+    return fg_sched_frag_value(f);
 }
 
 double fg_sched_frag_node(const struct fg_sched_mix *mix, const struct fg_sched_node *n)

@@ -8,10 +8,11 @@
  * fg__sched_gradient_score is shared with fracgpu's policy, which adds its own terms as a bias; the
  * gradients come from gradient.h's caches and memo, whole scores from equiv.c's per-cycle cache, the
  * sigmoid's integer from sigmoid.h's table of its steps (exactly, without exp on the common path).
- * A sharing pod's candidate GPUs that differ only in memory or tenants have the same free compute and
- * so the same F(after): it is evaluated once per distinct free value, two values per pass over the mix
- * (gradient.h). Measured on fg_bench_sched_latency's cold sharing-pod decisions at 10,000 GPUs: 1.16
- * candidates per node state, 1.09 distinct values, 1.01 passes.
+ * A sharing pod's GPUs of equal free compute have the same F(after) and so the same score, which the
+ * lowest index wins: a node's candidates are the first admitting GPU of each distinct free value
+ * (1.09 per node state on fg_bench_sched_latency's cold sharing-pod decisions at 10,000 GPUs, where
+ * listing every GPU not repeating an earlier one in memory and tenants too gave 1.16), evaluated two
+ * values per pass over the mix's groups (gradient.h).
  */
 #include <stdlib.h>
 
@@ -44,21 +45,6 @@ static int whole_changes(const struct fg_sched_node *n, const struct fg_sched_po
     return k;
 }
 
-/* Whether GPU g repeats an earlier GPU of n exactly (same free compute and memory, no tenants' mode or
- * owner to tell them apart): its score would be the same and the earlier index wins the tie. */
-static bool repeats_earlier(const struct fg_sched_node *n, int g)
-{
-    const struct fg_sched_gpu *u = &n->gpus[g];
-    if (u->owner || u->tenants)
-        return false;
-    for (int e = 0; e < g; e++) {
-        const struct fg_sched_gpu *v = &n->gpus[e];
-        if (!v->owner && !v->tenants && v->free_milli == u->free_milli && v->free_mem_mib == u->free_mem_mib)
-            return true;
-    }
-    return false;
-}
-
 /* Fills m (may be NULL: not remembered) with F(before) and F(after) of every candidate. */
 static void evaluate(struct fg__grad *gr, const struct fg_sched_cycle *cy, size_t i, int64_t cpu,
                      struct fg__grad_memo *m, struct fg__grad_memo *scratch)
@@ -71,24 +57,22 @@ static void evaluate(struct fg__grad *gr, const struct fg_sched_cycle *cy, size_
     m->n = 0;
     struct fg__grad_change ch[FG_SCHED_MAX_GPUS];
     if (p->n_gpus == 1 && p->gpu_milli < FG_SCHED_MILLI) {
-        /* F(after) depends on the chosen GPU's free compute only: one evaluation per distinct value. */
-        int distinct[FG_SCHED_MAX_GPUS], which[FG_SCHED_MAX_GPUS], n_distinct = 0;
+        /* F(after), and so the score, depends on the chosen GPU's free compute only, and the lowest
+         * index wins a tie: the candidates are the first admitting GPU of each distinct free value. */
+        int distinct[FG_SCHED_MAX_GPUS];
         for (int g = 0; g < n->n_gpus; g++) {
             const struct fg_sched_gpu *u = &n->gpus[g];
-            if (u->free_milli < p->gpu_milli || !fg_sched_gpu_admits(u, p) || repeats_earlier(n, g))
+            if (u->free_milli < p->gpu_milli || !fg_sched_gpu_admits(u, p))
                 continue;
             int d = 0;
-            while (d < n_distinct && distinct[d] != u->free_milli)
+            while (d < m->n && distinct[d] != u->free_milli)
                 d++;
-            if (d == n_distinct)
-                distinct[n_distinct++] = u->free_milli;
-            which[m->n] = d;
-            m->gpu[m->n++] = (int8_t)g;
+            if (d == m->n) {
+                distinct[m->n] = u->free_milli;
+                m->gpu[m->n++] = (int8_t)g;
+            }
         }
-        double after[FG_SCHED_MAX_GPUS];
-        fg__grad_frag_after_each(gr, cy->cluster, i, cpu, p->gpu_milli, distinct, n_distinct, after);
-        for (int c = 0; c < m->n; c++)
-            m->after[c] = after[which[c]];
+        fg__grad_frag_after_each(gr, cy->cluster, i, cpu, p->gpu_milli, distinct, m->n, m->after);
         return;
     }
     int k = whole_changes(n, p, ch);

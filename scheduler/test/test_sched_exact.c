@@ -1,5 +1,6 @@
 /* Exactness of the score caches on a long random sequence: every decision of the cached `fgd`
- * (interned node states, node-equivalence per cycle, per-node memo across cycles, filter summaries)
+ * (interned node states, node-equivalence per cycle, per-node memo across cycles, filter summaries,
+ * the mix's types grouped per model with counts per node, gradient.h)
  * equals a brute-force FGD decision recomputed from scratch with mix.h's fg_sched_frag. Run once with
  * few pod shapes (each keeps its own memo way) and once with hundreds (several shapes share each way
  * and evict one another). */
@@ -71,11 +72,16 @@ static void check_against_brute_force(int variants, int steps, int min_equal)
     static const struct { int cores, n, milli; } shapes[] = {
         { 4, 1, 500 }, { 2, 1, 250 }, { 8, 1, 1000 }, { 16, 2, 1000 }, { 6, 0, 0 }, { 3, 1, 750 }, { 1, 1, 100 },
     };
-    struct fg_sched_mix_type t[] = { { 4000, 500, 1, FG_SCHED_MODELS_ANY, 0.4 },
-                                     { 8000, 1000, 1, FG_SCHED_MODELS_ANY, 0.3 },
-                                     { 16000, 1000, 2, FG_SCHED_MODELS_ANY, 0.2 },
-                                     { 2000, 250, 1, FG_SCHED_MODELS_ANY, 0.1 } };
-    struct fg_sched_mix mix = { t, 4 };
+    /* Types sharing a GPU size with different CPU requests and models (T4 is model 0, G2 model 1), so
+     * that gradient.h's groups have several members and nodes short of CPU count only some. */
+    struct fg_sched_mix_type t[] = { { 4000, 500, 1, FG_SCHED_MODELS_ANY, 0.35 },
+                                     { 8000, 1000, 1, FG_SCHED_MODELS_ANY, 0.25 },
+                                     { 16000, 1000, 2, FG_SCHED_MODELS_ANY, 0.15 },
+                                     { 2000, 250, 1, FG_SCHED_MODELS_ANY, 0.1 },
+                                     { 24000, 500, 1, 1u << 0, 0.05 },
+                                     { 12000, 1000, 1, 1u << 1, 0.05 },
+                                     { 100, 0, 0, FG_SCHED_MODELS_ANY, 0.05 } };
+    struct fg_sched_mix mix = { t, 7 };
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
     assert_int_equal(fg_sched_policy_new("fgd", &c, &mix, 1, &pol, errmsg), FG_OK);

@@ -106,13 +106,16 @@ static void gradient_matches_recomputation(void **state)
     fg_sched_cluster_cleanup(&c);
 }
 
-/* A random mix of n types over models 0..2, some needing no GPU, several sharing a CPU size. */
+/* A random mix of n types over models 0..2, some needing no GPU, several sharing a CPU size, and
+ * half of the GPU types on four milli values, so that gradient.h's groups often have several members
+ * with different CPU requests and model masks. */
 static void random_mix(struct fg_sched_rng *rng, struct fg_sched_mix_type *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         int gpus = (int)fg_sched_rng_below(rng, 4);
-        t[i] = (struct fg_sched_mix_type){ (int64_t)fg_sched_rng_below(rng, 12) * 1000,
-                                           gpus ? 10 * (1 + (int)fg_sched_rng_below(rng, 100)) : 0, gpus,
+        int milli = fg_sched_rng_below(rng, 2) ? 10 * (1 + (int)fg_sched_rng_below(rng, 100))
+                                               : 250 * (1 + (int)fg_sched_rng_below(rng, 4));
+        t[i] = (struct fg_sched_mix_type){ (int64_t)fg_sched_rng_below(rng, 12) * 1000, gpus ? milli : 0, gpus,
                                            fg_sched_rng_below(rng, 3) ? FG_SCHED_MODELS_ANY
                                                                       : 1u << fg_sched_rng_below(rng, 3),
                                            (1 + (double)fg_sched_rng_below(rng, 1000)) / (997.0 * (double)n) };
@@ -180,6 +183,56 @@ static void candidates_in_one_pass_equal_the_definition_exactly(void **state)
     fg_sched_cluster_cleanup(&c);
 }
 
+/* F is the fixed-point sum of mix.h: a whole number of 2^-39 steps below 2^53 of them, within the
+ * rounding bound of the real Σ p · frag, and the same bits whatever the order of the mix's types,
+ * where a double sum's last bits follow the order (counted, so that the check is not vacuous). */
+static void frag_is_fixed_point_and_order_free(void **state)
+{
+    (void)state;
+    struct fg_sched_rng rng;
+    fg_sched_rng_seed(&rng, 11);
+    struct fg_sched_mix_type t[45], r[45];
+    int order_matters = 0;
+    for (int round = 0; round < 2000; round++) {
+        struct fg_sched_mix mix = { t, 7 + fg_sched_rng_below(&rng, 39) }, rev = { r, mix.n };
+        random_mix(&rng, t, mix.n);
+        for (size_t k = 0; k < mix.n; k++)
+            r[k] = t[mix.n - 1 - k];
+        int n = 1 + (int)fg_sched_rng_below(&rng, FG_SCHED_MAX_GPUS), free[FG_SCHED_MAX_GPUS];
+        for (int g = 0; g < n; g++)
+            free[g] = 10 * (int)fg_sched_rng_below(&rng, 101);
+        int model = (int)fg_sched_rng_below(&rng, 3);
+        int64_t cpu = (int64_t)fg_sched_rng_below(&rng, 12) * 1000;
+        double f = fg_sched_frag(&mix, model, cpu, free, n);
+        assert_true(f == fg_sched_frag(&rev, model, cpu, free, n));
+        double steps = ldexp(f, FG_SCHED_FRAG_BITS);
+        assert_true(steps == floor(steps) && steps < ldexp(1, 53));
+        /* The real sum in double, in mix order and in reverse, each type's frag recomputed here. */
+        int idle = 0;
+        for (int g = 0; g < n; g++)
+            idle += free[g];
+        double forward = 0, backward = 0;
+        for (size_t k = 0; idle && k < mix.n; k++) {
+            int frag[2];
+            for (int d = 0; d < 2; d++) {
+                const struct fg_sched_mix_type *ty = d ? &r[k] : &t[k];
+                int fit = 0, small = 0;
+                for (int g = 0; g < n; g++) {
+                    fit += free[g] >= ty->gpu_milli;
+                    small += free[g] >= ty->gpu_milli ? 0 : free[g];
+                }
+                bool runs = ty->gpu_milli > 0 && (ty->mask & (1u << model)) && cpu >= ty->cpu_milli;
+                frag[d] = runs && fit >= ty->n_gpus ? small : idle;
+            }
+            forward += t[k].p * frag[0];
+            backward += r[k].p * frag[1];
+        }
+        assert_true(fabs(f - forward) <= (double)mix.n * ldexp(16000, -40) + 1e-9);
+        order_matters += forward != backward;
+    }
+    assert_true(order_matters > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +240,7 @@ int main(void)
         cmocka_unit_test(frag_follows_the_definition),
         cmocka_unit_test(gradient_matches_recomputation),
         cmocka_unit_test(candidates_in_one_pass_equal_the_definition_exactly),
+        cmocka_unit_test(frag_is_fixed_point_and_order_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
