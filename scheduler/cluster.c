@@ -3,7 +3,8 @@
  *
  * The cluster owns every node and every string in it; fg_sched_cluster_cleanup frees them all.
  * fg_sched_reserve/fg_sched_unreserve are the only functions that change capacity, and they bump
- * the node's version so that policies caching per-node values notice the change.
+ * the node's version and the cluster's change count so that policies caching per-node values or
+ * cluster-wide counts notice the change.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,7 @@ static void charge(struct fg_sched_cluster *c, const struct fg_sched_pod *p, int
     }
     summarize(c, n);
     n->version++;
+    c->changes++;
 }
 
 void fg_sched_reserve(struct fg_sched_cluster *c, const struct fg_sched_pod *p, int node, const int *gpus,

@@ -82,7 +82,7 @@ static void evaluate(struct fg__grad *gr, const struct fg_sched_cycle *cy, size_
 }
 
 int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
-                                 double bias, int *gpu)
+                                 double bias, const struct fg__gap_term *gap, int *gpu)
 {
     const struct fg_sched_pod *p = cy->pod;
     size_t i = (size_t)(n - cy->cluster->nodes);
@@ -96,7 +96,8 @@ int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycl
     double base = m->before + bias;
     int64_t best = -1;
     for (int c = 0; c < m->n; c++) {
-        int64_t s = fg__sigmoid_score(&gr->sigmoid, base - m->after[c]);
+        double b = gap && m->gpu[c] >= 0 ? fg__gaps_gpu_bias(gap, n, m->gpu[c]) : 0;
+        int64_t s = fg__sigmoid_score(&gr->sigmoid, base + b - m->after[c]);
         if (s > best) {
             best = s;
             if (m->gpu[c] >= 0)
@@ -109,7 +110,7 @@ int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycl
 static int64_t fgd_node_score(void *ctx, const struct fg_sched_node *n, int *gpu)
 {
     struct fgd_ctx *c = ctx;
-    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, 0, gpu);
+    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, 0, NULL, gpu);
 }
 
 static int64_t fgd_score(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy,
@@ -133,7 +134,7 @@ static void fgd_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fgd_ops = { "fgd", fgd_score, NULL, fgd_observe, NULL, fgd_free };
+static const struct fg_sched_policy_ops fgd_ops = { "fgd", fgd_score, NULL, fgd_observe, NULL, NULL, fgd_free };
 
 struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
 {

@@ -2,17 +2,37 @@
  * policy_fracgpu — fracgpu's own placement policy, the operator's default score.
  *
  * Score = int(100 · sigmoid(D / 1000)), integer like FGD's so that near-equal nodes tie and the
- * node rank spreads them. D, in GPU-milli, adds two terms to FGD's fragmentation decrease:
+ * node rank spreads them. D, in GPU-milli, adds three terms to FGD's fragmentation decrease:
  *
  *   D = [F(before) − F(after)]                              fragmentation gradient (FGD)
  *     − W_STRAND · [S(after) − S(before)]                   GPUs stranded by exhausted node CPU
  *     − W_SCARCE · G·milli · pressure(model)                scarce models kept for pods that need them
+ *     − W_SS · 1000 / (2 · GPUs of the model) · Δ Σ N² · feed   sum of squares of gaps (sharing pods)
  *
  * S(node) is the idle GPU compute the node's free CPU cannot feed at the mix's CPU-per-GPU ratio
  * (max(0, idle − free_cpu / rho)). It is applied to GPU pods only: measured on the traces, steering
  * CPU-only pods by it strands more than it saves. pressure(M) = (share of the GPU demand seen so far
  * that is restricted to a subset of models including M, split evenly over that subset) / (M's share
  * of the cluster's free GPU compute); it applies only to pods that could run on another model.
+ *
+ * The sum-of-squares term (Csirik et al.'s rule for online bin packing; gaps.h) scores each GPU a
+ * sharing pod could take by how it changes Σ N², N counting the model's partly used GPUs per
+ * 10-milli bucket of free compute that some sharing type of the mix could still fill (in compute and
+ * in its node's free CPU). Filling a gap whose size N GPUs of the model share gains about
+ * W_SS · 1000 · N / GPUs milli: the rule fills common gap sizes and keeps rare ones, so that the
+ * small pods that come later find gaps they fill exactly. Dividing by the model's GPU count makes the
+ * term independent of the cluster's size. Only the candidate GPU's gap moves: the gaps a placement
+ * closes on the node's other GPUs by taking its last CPU are not credited (crediting them rewards
+ * exhausting CPU, measured worse). feed is the share of the node's idle GPU compute (after the pod)
+ * that its free CPU can still feed at rho (1 when it can feed all): a gap on a node about to run out
+ * of CPU is not one a later pod will fill, whatever its size. The term is off on a model that has
+ * restricted demand when the pod could run on another one (there the scarcity term decides, and the
+ * gaps on the scarce model are left to the pods that must use it). W_SS = 30: of the weights
+ * measured (30, 45, 60, 90), the one with the lowest gpushare mean on seeds 42–46 among those that
+ * cost no trace its target there (45 and up took gpuspec33 past 40% of FGD). It takes gpushare60/80
+ * by 0.13–0.18 points and gpushare100 by 0.35 (docs/placement.md); it costs cpu250 0.11.
+ * The histogram follows placements through bound/unbound; any other change of the cluster (seen by
+ * its change count) or of the mix makes the next observe recount it.
  *
  * Online (`fracgpu`): the reference mix, rho and the restricted demand are learned from the pods seen
  * so far; the mix is rebuilt at powers of two up to REBUILD_EVERY pods, then whenever the count has
@@ -30,12 +50,14 @@
 #include <string.h>
 
 #include "base/mem.h"
+#include "scheduler/gaps.h"
 #include "scheduler/policy_int.h"
 
 #define REBUILD_EVERY 64
 #define W_STRAND 2.0
 #define W_SCARCE 2.0
 #define MIX_SETTLED 0.005
+#define W_SS 30.0
 
 struct fracgpu_policy {
     struct fg_sched_policy base;
@@ -50,6 +72,10 @@ struct fracgpu_policy {
     double restricted[FG_SCHED_MAX_MODELS];  /* GPU milli seen from pods restricted to a subset */
     double demand;                  /* GPU milli seen from all pods */
     int64_t pods_seen, rebuilt_at;
+    struct fg__gaps gaps;           /* counted for the mix of generation gaps_gen */
+    uint64_t gaps_gen;
+    uint64_t synced;                /* the cluster's change count that gaps reflect */
+    double ss_scale[FG_SCHED_MAX_MODELS];    /* −W_SS · 1000 / (2 · GPUs of the model) */
     struct fg__equiv equiv;
 };
 
@@ -103,22 +129,10 @@ static bool settled(const struct fg_sched_mix *a, const struct fg_sched_mix *b)
     return true;
 }
 
-static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
+/* Online mode: counts the pod's shape and rebuilds the mix when due. */
+static void learn(struct fracgpu_policy *fp, const struct fg_sched_cycle *cy)
 {
-    struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
     const struct fg_sched_pod *p = cy->pod;
-    fg__equiv_next_cycle(&fp->equiv);
-    double d = (double)p->n_gpus * p->gpu_milli;
-    fp->demand += d;
-    uint32_t mask = cy->model_mask & fp->all_models;
-    if (p->n_gpus && mask && mask != fp->all_models) {
-        int k = __builtin_popcount(mask);
-        for (int m = 0; m < FG_SCHED_MAX_MODELS; m++)
-            if (mask & (1u << m))
-                fp->restricted[m] += d / k;
-    }
-    if (!fp->online)
-        return;
     /* Keyed by the resolved model mask, which groups exactly as the spec string on these traces. */
     struct fg_sched_shape s = { p->cpu_milli, p->gpu_milli, p->n_gpus, p->n_gpus ? cy->model_mask : 0, "" };
     fg_sched_mix_counter_add(&fp->seen, &s);
@@ -134,6 +148,35 @@ static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy
         }
         fp->rebuilt_at = n;
     }
+}
+
+/* Recounts the gap histogram: at creation, when the mix changes (it decides which gaps count) and
+ * when the cluster changed other than through bound/unbound. */
+static void resync(struct fracgpu_policy *fp, const struct fg_sched_cluster *c)
+{
+    fg__gaps_count(&fp->gaps, fp->grad.mix, c);
+    fp->gaps_gen = fp->grad.mix_gen;
+    fp->synced = c->changes;
+}
+
+static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
+{
+    struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
+    const struct fg_sched_pod *p = cy->pod;
+    fg__equiv_next_cycle(&fp->equiv);
+    double d = (double)p->n_gpus * p->gpu_milli;
+    fp->demand += d;
+    uint32_t mask = cy->model_mask & fp->all_models;
+    if (p->n_gpus && mask && mask != fp->all_models) {
+        int k = __builtin_popcount(mask);
+        for (int m = 0; m < FG_SCHED_MAX_MODELS; m++)
+            if (mask & (1u << m))
+                fp->restricted[m] += d / k;
+    }
+    if (fp->online)
+        learn(fp, cy);
+    if (fp->gaps_gen != fp->grad.mix_gen || fp->synced != cy->cluster->changes)
+        resync(fp, cy->cluster);
 }
 
 /* The terms of D that do not depend on the GPU chosen inside the node. */
@@ -161,12 +204,35 @@ static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle 
     return d - W_STRAND * (s1 - s0);
 }
 
+/* The sum-of-squares term on n for a sharing pod (*t); false when the term does not apply. Reads rho
+ * and the node's idle compute, which node_score has refreshed. */
+static bool gap_term(const struct fracgpu_policy *fp, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
+                     size_t i, struct fg__gap_term *t)
+{
+    const struct fg_sched_pod *p = cy->pod;
+    if (p->n_gpus != 1 || p->gpu_milli >= FG_SCHED_MILLI || n->model < 0)
+        return false;
+    uint32_t mask = cy->model_mask & fp->all_models;
+    if (fp->restricted[n->model] > 0 && (mask & (mask - 1)))  /* the pod could run on another model */
+        return false;
+    double idle = fp->grad.idle[i] - p->gpu_milli, cpu = (double)(n->free_cpu - p->cpu_milli), feed = 1;
+    if (fp->rho > 0 && idle > 0 && cpu < fp->rho * idle)  /* divides only for a node short of CPU */
+        feed = cpu > 0 ? cpu / fp->rho / idle : 0;
+    if (feed == 0)
+        return false;
+    *t = (struct fg__gap_term){ &fp->gaps, p->cpu_milli, p->gpu_milli, fp->ss_scale[n->model] * feed };
+    return true;
+}
+
 static int64_t node_score(void *ctx, const struct fg_sched_node *n, int *gpu)
 {
     struct fracgpu_ctx *c = ctx;
     size_t i = (size_t)(n - c->cy->cluster->nodes);
     fg__grad_frag(&c->fp->grad, c->cy->cluster, i);  /* refreshes the node's cache that node_terms reads */
-    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, node_terms(c->fp, c->cy, n, i), gpu);
+    double terms = node_terms(c->fp, c->cy, n, i);
+    struct fg__gap_term gap;
+    bool gaps = gap_term(c->fp, c->cy, n, i, &gap);
+    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, terms, gaps ? &gap : NULL, gpu);
 }
 
 static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
@@ -174,6 +240,45 @@ static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *c
 {
     struct fracgpu_ctx ctx = { (struct fracgpu_policy *)pol, cy };
     return fg__equiv_score(&ctx.fp->equiv, cy->cluster, n, gpu, node_score, &ctx);
+}
+
+/* Follows a placement made (sign +1, after Reserve) or undone (−1, after Unreserve) on node: the free
+ * compute per model and the gap histogram. When it was not the only change since the last, the next
+ * observe recounts instead. */
+static void follow(struct fracgpu_policy *fp, const struct fg_sched_cycle *cy, int node,
+                   const struct fg_sched_placement *pl, int sign)
+{
+    const struct fg_sched_node *n = &cy->cluster->nodes[node];
+    const struct fg_sched_pod *p = cy->pod;
+    if (cy->cluster->changes != fp->synced + 1)
+        return;
+    fp->synced++;
+    if (n->model < 0)
+        return;
+    int with[FG_SCHED_MAX_GPUS], without[FG_SCHED_MAX_GPUS];  /* the node's GPUs with and without the pod */
+    for (int g = 0; g < n->n_gpus; g++)
+        with[g] = without[g] = n->gpus[g].free_milli;
+    for (int j = 0; j < pl->n_gpus; j++) {
+        if (sign > 0)
+            without[pl->gpus[j]] += p->gpu_milli;
+        else
+            with[pl->gpus[j]] -= p->gpu_milli;
+    }
+    int64_t cpu_with = n->free_cpu - (sign > 0 ? 0 : p->cpu_milli);
+    fg__gaps_add(&fp->gaps, n->model, cpu_with + p->cpu_milli, without, n->n_gpus, -sign);
+    fg__gaps_add(&fp->gaps, n->model, cpu_with, with, n->n_gpus, sign);
+}
+
+static void bound(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
+                  const struct fg_sched_placement *pl)
+{
+    follow((struct fracgpu_policy *)pol, cy, node, pl, 1);
+}
+
+static void unbound(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
+                    const struct fg_sched_placement *pl)
+{
+    follow((struct fracgpu_policy *)pol, cy, node, pl, -1);
 }
 
 static void policy_free(struct fg_sched_policy *pol)
@@ -187,7 +292,8 @@ static void policy_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, NULL, policy_free };
+static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, bound, unbound,
+                                                        policy_free };
 
 struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
 {
@@ -198,7 +304,14 @@ struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, 
     fg__grad_init(&fp->grad, c->n_nodes, fp->online ? &fp->own : mix);
     fg__sigmoid_init(&fp->grad.sigmoid);
     fg__equiv_init(&fp->equiv);
-    for (int m = 0; m < c->n_models; m++)
+    double cap[FG_SCHED_MAX_MODELS] = { 0 };
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (c->nodes[i].model >= 0)
+            cap[c->nodes[i].model] += (double)c->nodes[i].n_gpus * FG_SCHED_MILLI;
+    for (int m = 0; m < c->n_models; m++) {
         fp->all_models |= 1u << m;
+        fp->ss_scale[m] = cap[m] > 0 ? -(W_SS * FG_SCHED_MILLI * FG_SCHED_MILLI / (2.0 * cap[m])) : 0;
+    }
+    resync(fp, c);
     return &fp->base;
 }

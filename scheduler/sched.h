@@ -158,6 +158,7 @@ struct fg_sched_cluster {
     int64_t gpu_milli_used;
     int64_t model_free_milli[FG_SCHED_MAX_MODELS];  /* free GPU milli per model */
     int max_node_gpus;              /* most GPUs on any one node */
+    uint64_t changes;               /* bumped by every reserve and unreserve */
     struct fg__sched_states *states; /* owned: the interned node states (states.c) */
 };
 

@@ -3,7 +3,10 @@
  * the mix's types grouped per model with counts per node, gradient.h)
  * equals a brute-force FGD decision recomputed from scratch with mix.h's fg_sched_frag. Run once with
  * few pod shapes (each keeps its own memo way) and once with hundreds (several shapes share each way
- * and evict one another). */
+ * and evict one another). `fracgpu-offline` is checked the same way against its score recomputed
+ * from the cluster: stranded GPU, scarcity (some pods restricted to T4) and the sum-of-squares term,
+ * whose gap histogram the policy keeps incrementally through reserve and unreserve and the
+ * reference counts from scratch at every decision. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,21 +22,127 @@
 
 #define N_NODES 24
 
+/* fracgpu's weights, as its essay states them. */
+#define W_STRAND 2.0
+#define W_SCARCE 2.0
+#define W_SS 30.0
+
 static int64_t sigmoid_score(double delta)
 {
     return (int64_t)(100.0 / (1.0 + exp(-delta / 1000.0)));
 }
 
-/* FGD's score of node i for p from scratch; *gpu the lowest-index GPU reaching it (fractional pods). */
+/* What fracgpu knows besides the cluster and the mix: the GPU demand seen, all of it and the part
+ * restricted to a subset of models (split evenly over the subset). */
+struct seen {
+    double demand, restricted[FG_SCHED_MAX_MODELS];
+};
+
+/* The extra terms of fracgpu's D for pod p (model mask `mask`) on node i, from scratch: the node's
+ * (stranded GPU, scarcity) in *node_terms, the sum-of-squares term per GPU in gap[]. NULL seen: FGD. */
+struct terms {
+    const struct seen *seen;
+    uint32_t mask;
+    bool no_gaps;                   /* leave the sum-of-squares term out */
+    double node_terms, gap[FG_SCHED_MAX_GPUS];
+};
+
+static double stranded(double rho, int64_t free_cpu, int idle)
+{
+    double usable = rho > 0 ? (double)free_cpu / rho : idle;
+    return usable < idle ? idle - usable : 0;
+}
+
+/* Whether a gap of f milli on a node with free_cpu counts: some sharing type of mix fits it. */
+static bool gap_counts(const struct fg_sched_mix *mix, int f, int64_t free_cpu)
+{
+    bool fits = false;
+    for (size_t t = 0; t < mix->n; t++)
+        fits |= mix->types[t].n_gpus == 1 && mix->types[t].gpu_milli < FG_SCHED_MILLI &&
+                mix->types[t].gpu_milli <= f && mix->types[t].cpu_milli <= free_cpu;
+    return f > 0 && f < FG_SCHED_MILLI && fits;
+}
+
+static int64_t sum_squares(const int *count)
+{
+    int64_t s = 0;
+    for (int b = 0; b < FG_SCHED_MILLI / 10; b++)
+        s += (int64_t)count[b] * count[b];
+    return s;
+}
+
+static void reference_terms(const struct fg_sched_mix *mix, const struct fg_sched_cluster *c,
+                            const struct fg_sched_pod *p, int i, struct terms *t)
+{
+    const struct fg_sched_node *n = &c->nodes[i];
+    t->node_terms = 0;
+    memset(t->gap, 0, sizeof t->gap);
+    if (!t->seen || p->n_gpus == 0)
+        return;
+    uint32_t all = (1u << c->n_models) - 1;
+    double free_model = 0, free_total = 0, cap = 0, cpu = 0, gpu = 0;
+    int count[FG_SCHED_MILLI / 10] = { 0 }, idle = 0;
+    for (size_t j = 0; j < c->n_nodes; j++)
+        for (int g = 0; g < c->nodes[j].n_gpus; g++) {
+            int f = c->nodes[j].gpus[g].free_milli;
+            free_total += f;
+            if (c->nodes[j].model != n->model)
+                continue;
+            free_model += f;
+            cap += FG_SCHED_MILLI;
+            if (gap_counts(mix, f, c->nodes[j].free_cpu))
+                count[f / 10]++;
+        }
+    for (int g = 0; g < n->n_gpus; g++)
+        idle += n->gpus[g].free_milli;
+    for (size_t k = 0; k < mix->n; k++)
+        if (mix->types[k].n_gpus) {
+            cpu += mix->types[k].p * (double)mix->types[k].cpu_milli;
+            gpu += mix->types[k].p * mix->types[k].n_gpus * mix->types[k].gpu_milli;
+        }
+    double rho = gpu > 0 ? cpu / gpu : 0;
+    bool choice = __builtin_popcount(t->mask & all) > 1;
+    if (choice && t->seen->demand > 0) {
+        double share = (free_model + 1) / (free_total + 1);
+        t->node_terms -= W_SCARCE * p->n_gpus * p->gpu_milli * (t->seen->restricted[n->model] / t->seen->demand / share);
+    }
+    double s0 = stranded(rho, n->free_cpu, idle);
+    double s1 = stranded(rho, n->free_cpu - p->cpu_milli, idle - p->n_gpus * p->gpu_milli);
+    t->node_terms -= W_STRAND * (s1 - s0);
+    if (t->no_gaps || p->n_gpus != 1 || p->gpu_milli >= FG_SCHED_MILLI ||
+        (t->seen->restricted[n->model] > 0 && choice))
+        return;
+    double left = idle - p->gpu_milli, free_cpu = (double)(n->free_cpu - p->cpu_milli), feed = 1;
+    if (rho > 0 && left > 0 && free_cpu < rho * left)  /* the share of `left` the CPU can feed */
+        feed = free_cpu > 0 ? free_cpu / rho / left : 0;
+    int64_t before = sum_squares(count);
+    for (int g = 0; g < n->n_gpus; g++) {
+        int f = n->gpus[g].free_milli;
+        if (f < p->gpu_milli)
+            continue;
+        int after[FG_SCHED_MILLI / 10];
+        memcpy(after, count, sizeof after);
+        if (gap_counts(mix, f, n->free_cpu))
+            after[f / 10]--;
+        if (gap_counts(mix, f - p->gpu_milli, n->free_cpu - p->cpu_milli))
+            after[(f - p->gpu_milli) / 10]++;
+        double scale = -(W_SS * FG_SCHED_MILLI * FG_SCHED_MILLI / (2.0 * cap));
+        t->gap[g] = scale * feed * (int)(sum_squares(after) - before);
+    }
+}
+
+/* The policy's score of node i for p from scratch; *gpu the lowest-index GPU reaching it (fractional
+ * pods). */
 static int64_t reference_score(const struct fg_sched_mix *mix, const struct fg_sched_cluster *c,
-                               const struct fg_sched_pod *p, int i, int *gpu)
+                               const struct fg_sched_pod *p, int i, struct terms *t, int *gpu)
 {
     const struct fg_sched_node *n = &c->nodes[i];
     int64_t cpu = p->cpu_milli ? p->cpu_milli : 100;
     int free[FG_SCHED_MAX_GPUS];
     for (int g = 0; g < n->n_gpus; g++)
         free[g] = n->gpus[g].free_milli;
-    double before = fg_sched_frag(mix, n->model, n->free_cpu, free, n->n_gpus);
+    reference_terms(mix, c, p, i, t);
+    double before = fg_sched_frag(mix, n->model, n->free_cpu, free, n->n_gpus) + t->node_terms;
     int64_t best = -1;
     *gpu = -1;
     if (p->n_gpus == 1 && p->gpu_milli < FG_SCHED_MILLI) {
@@ -41,7 +150,8 @@ static int64_t reference_score(const struct fg_sched_mix *mix, const struct fg_s
             if (free[g] < p->gpu_milli || !fg_sched_gpu_admits(&n->gpus[g], p))
                 continue;
             free[g] -= p->gpu_milli;
-            int64_t s = sigmoid_score(before - fg_sched_frag(mix, n->model, n->free_cpu - cpu, free, n->n_gpus));
+            double after = fg_sched_frag(mix, n->model, n->free_cpu - cpu, free, n->n_gpus);
+            int64_t s = sigmoid_score(before + t->gap[g] - after);
             free[g] += p->gpu_milli;
             if (s > best) {
                 best = s;
@@ -57,9 +167,11 @@ static int64_t reference_score(const struct fg_sched_mix *mix, const struct fg_s
     return sigmoid_score(before - fg_sched_frag(mix, n->model, n->free_cpu - cpu, free, n->n_gpus));
 }
 
-/* Schedules `steps` pods of 7 × variants shapes (variant v adds 10·v CPU milli), checks each decision
- * against reference_score and that nodes met in equal states at least min_equal times. */
-static void check_against_brute_force(int variants, int steps, int min_equal)
+/* Schedules `steps` pods of 7 × variants shapes (variant v adds 10·v CPU milli) with `policy` (fgd or
+ * fracgpu-offline; for fracgpu every fifth pod may run on T4 only), checks each decision against
+ * reference_score and that nodes met in equal states at least min_equal times. Returns how many
+ * decisions the sum-of-squares term changed (node or GPU). */
+static int check_against_brute_force(const char *policy, int variants, int steps, int min_equal)
 {
     struct fg_sched_cluster c;
     fg_sched_cluster_init(&c);
@@ -84,7 +196,10 @@ static void check_against_brute_force(int variants, int steps, int min_equal)
     struct fg_sched_mix mix = { t, 7 };
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
-    assert_int_equal(fg_sched_policy_new("fgd", &c, &mix, 1, &pol, errmsg), FG_OK);
+    assert_int_equal(fg_sched_policy_new(policy, &c, &mix, 1, &pol, errmsg), FG_OK);
+    bool fracgpu = strcmp(policy, "fgd") != 0;
+    static const char *const t4[] = { "T4" };
+    struct seen seen = { 0, { 0 } };
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, pol);
     struct fg_sched_rng rng;
@@ -93,7 +208,7 @@ static void check_against_brute_force(int variants, int steps, int min_equal)
         struct fg_sched_pod pod;
         struct fg_sched_placement pl;
     } live[256];
-    int n_live = 0, decided = 0, equal_states = 0;
+    int n_live = 0, decided = 0, equal_states = 0, gap_decided = 0;
     for (int step = 0; step < steps; step++) {
         /* Churn: release a random live pod a third of the time, or always when the table is full. */
         if (n_live == 256 || (n_live && fg_sched_rng_below(&rng, 3) == 0)) {
@@ -106,21 +221,45 @@ static void check_against_brute_force(int variants, int steps, int min_equal)
         struct fg_sched_pod p = fx_pod("p", shapes[s].cores, shapes[s].n, shapes[s].milli);
         if (variants > 1)
             p.cpu_milli += 10 * (int64_t)fg_sched_rng_below(&rng, (uint64_t)variants);
-        int want_node = -1, want_gpu = -1;
-        int64_t want = -1;
+        if (fracgpu && fg_sched_rng_below(&rng, 5) == 0) {
+            p.models = t4;
+            p.n_models = 1;
+        }
+        uint32_t mask = fg_sched_pod_model_mask(&c, &p), all = (1u << c.n_models) - 1;
+        if (fracgpu) {  /* what fracgpu's observe counts before scoring */
+            double d = (double)p.n_gpus * p.gpu_milli;
+            seen.demand += d;
+            if (p.n_gpus && (mask & all) && (mask & all) != all)
+                for (int m = 0; m < c.n_models; m++)
+                    if (mask & all & (1u << m))
+                        seen.restricted[m] += d / __builtin_popcount(mask & all);
+        }
+        /* The decision, and the one without the sum-of-squares term (to count where it mattered). */
+        struct terms with = { fracgpu ? &seen : NULL, mask, false, 0, { 0 } }, without = with;
+        without.no_gaps = true;
+        int want_node = -1, want_gpu = -1, plain_node = -1, plain_gpu = -1, feasible = 0;
+        int64_t want = -1, plain = -1;
         for (int i = 0; i < N_NODES; i++) {
             if (!fx_fits(&c, &p, i))
                 continue;
+            feasible++;
             for (int j = 0; j < i; j++)
                 equal_states += c.nodes[j].state == c.nodes[i].state;
             int g;
-            int64_t sc = reference_score(&mix, &c, &p, i, &g);
+            int64_t sc = reference_score(&mix, &c, &p, i, &with, &g);
             if (sc > want || (sc == want && c.nodes[i].rank < c.nodes[want_node].rank)) {
                 want = sc;
                 want_node = i;
                 want_gpu = g;
             }
+            sc = reference_score(&mix, &c, &p, i, &without, &g);
+            if (sc > plain || (sc == plain && c.nodes[i].rank < c.nodes[plain_node].rank)) {
+                plain = sc;
+                plain_node = i;
+                plain_gpu = g;
+            }
         }
+        gap_decided += feasible > 1 && (want_node != plain_node || want_gpu != plain_gpu);
         struct fg_sched_placement pl;
         assert_int_equal(fg_sched_schedule(&fw, &c, &p, &pl, errmsg), FG_OK);
         if (want_node < 0) {
@@ -140,12 +279,13 @@ static void check_against_brute_force(int variants, int steps, int min_equal)
     fg_sched_framework_cleanup(&fw);
     fg_sched_policy_free(pol);
     fg_sched_cluster_cleanup(&c);
+    return gap_decided;
 }
 
 static void cached_fgd_decides_as_brute_force(void **state)
 {
     (void)state;
-    check_against_brute_force(1, 3000, 3000);
+    assert_int_equal(check_against_brute_force("fgd", 1, 3000, 3000), 0);
 }
 
 /* 7 × 45 = 315 shapes, several per memo way: a shape must miss on an entry another shape left in
@@ -153,7 +293,17 @@ static void cached_fgd_decides_as_brute_force(void **state)
 static void many_shapes_decide_as_brute_force(void **state)
 {
     (void)state;
-    check_against_brute_force(45, 6000, 1500);
+    assert_int_equal(check_against_brute_force("fgd", 45, 6000, 1500), 0);
+}
+
+/* fracgpu's terms on top of the same caches, the gap histogram kept through reserve and unreserve;
+ * the sum-of-squares term must have changed a fair share of the decisions for the check to mean
+ * anything. */
+static void fracgpu_decides_as_brute_force(void **state)
+{
+    (void)state;
+    assert_true(check_against_brute_force("fracgpu-offline", 1, 3000, 1500) > 100);  /* 323 of 1,385 now */
+    assert_true(check_against_brute_force("fracgpu-offline", 45, 6000, 1500) > 200);  /* 698 of 2,576 */
 }
 
 int main(void)
@@ -161,6 +311,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cached_fgd_decides_as_brute_force),
         cmocka_unit_test(many_shapes_decide_as_brute_force),
+        cmocka_unit_test(fracgpu_decides_as_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
