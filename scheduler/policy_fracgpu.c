@@ -242,9 +242,9 @@ static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *c
     return fg__equiv_score(&ctx.fp->equiv, cy->cluster, n, gpu, node_score, &ctx);
 }
 
-/* Follows a placement made (sign +1, after Reserve) or undone (−1, after Unreserve) on node: the free
- * compute per model and the gap histogram. When it was not the only change since the last, the next
- * observe recounts instead. */
+/* Follows a placement made (sign +1, after Reserve) or undone (−1, after Unreserve) on node in the gap
+ * histogram. When it was not the only change of the cluster since the last, the next observe recounts
+ * instead. */
 static void follow(struct fracgpu_policy *fp, const struct fg_sched_cycle *cy, int node,
                    const struct fg_sched_placement *pl, int sign)
 {
