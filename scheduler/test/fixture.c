@@ -34,7 +34,10 @@ enum fg_sched_code fx_filter(const struct fg_sched_filter_plugin *pl, const stru
                              const struct fg_sched_pod *pod, int i)
 {
     struct fg_sched_cycle cy = { c, pod, fg_sched_pod_model_mask(c, pod), NULL };
-    return pl->filter(&cy, &c->nodes[i]);
+    int out = -1;
+    size_t kept = pl->filter(&cy, &i, 1, &out);
+    assert_true(kept <= 1 && out == i);
+    return kept ? FG_SCHED_SUCCESS : FG_SCHED_UNSCHEDULABLE;
 }
 
 bool fx_fits(const struct fg_sched_cluster *c, const struct fg_sched_pod *pod, int i)
