@@ -7,7 +7,7 @@
 #include "base/mem.h"
 #include "scheduler/gradient.h"
 
-#define MEMO_WAYS 64
+#define MEMO_WAYS 128
 
 static void alloc_types(struct fg__grad *gr)
 {
@@ -303,6 +303,8 @@ struct fg__grad_memo *fg__grad_memo_get(struct fg__grad *gr, const struct fg_sch
     struct fg__grad_shape k = { cpu, p->gpu_mem_mib, p->gpu_milli, p->n_gpus, (int)p->sharing };
     uint32_t id = shape_id(gr, &k);
     struct fg__grad_memo *m = &gr->memo[(id % MEMO_WAYS) * gr->n_nodes + i];  /* a cycle streams one way */
+    if (i + 8 < gr->n_nodes)
+        __builtin_prefetch(m + 8);
     uint64_t version_plus1 = c->nodes[i].version + 1;
     if (m->version_plus1 == version_plus1 && m->gen == gr->mix_gen && m->shape == id) {
         *valid = true;

@@ -76,6 +76,7 @@ struct fracgpu_policy {
     uint64_t gaps_gen;
     uint64_t synced;                /* the cluster's change count that gaps reflect */
     double ss_scale[FG_SCHED_MAX_MODELS];    /* −W_SS · 1000 / (2 · GPUs of the model) */
+    double scarce[FG_SCHED_MAX_MODELS];      /* this cycle's scarcity term per model (cycle_scarcity) */
     struct fg__equiv equiv;
 };
 
@@ -159,6 +160,22 @@ static void resync(struct fracgpu_policy *fp, const struct fg_sched_cluster *c)
     fp->synced = c->changes;
 }
 
+/* The scarcity term of this cycle's pod on each model (it depends on the node's model only). */
+static void cycle_scarcity(struct fracgpu_policy *fp, const struct fg_sched_cycle *cy)
+{
+    const struct fg_sched_pod *p = cy->pod;
+    const struct fg_sched_cluster *c = cy->cluster;
+    uint32_t mask = cy->model_mask & fp->all_models;
+    bool applies = p->n_gpus && (mask & (mask - 1)) && fp->demand > 0;  /* more than one model allowed */
+    for (int m = 0; m < c->n_models; m++) {
+        fp->scarce[m] = 0;
+        if (!applies)
+            continue;
+        double share = ((double)c->model_free_milli[m] + 1) / ((double)(c->gpu_milli_total - c->gpu_milli_used) + 1);
+        fp->scarce[m] = W_SCARCE * p->n_gpus * p->gpu_milli * (fp->restricted[m] / fp->demand / share);
+    }
+}
+
 static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
 {
     struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
@@ -177,6 +194,11 @@ static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy
         learn(fp, cy);
     if (fp->gaps_gen != fp->grad.mix_gen || fp->synced != cy->cluster->changes)
         resync(fp, cy->cluster);
+    if (fp->rho_gen != fp->grad.mix_gen) {
+        fp->rho = mix_rho(fp->grad.mix);
+        fp->rho_gen = fp->grad.mix_gen;
+    }
+    cycle_scarcity(fp, cy);
 }
 
 /* The terms of D that do not depend on the GPU chosen inside the node. */
@@ -187,20 +209,16 @@ static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle 
     if (p->n_gpus == 0)
         return 0;
     double d = 0;
-    uint32_t mask = cy->model_mask & fp->all_models;
-    if (n->model >= 0 && (mask & (mask - 1)) && fp->demand > 0) {  /* more than one model allowed */
-        const struct fg_sched_cluster *c = cy->cluster;
-        double share = ((double)c->model_free_milli[n->model] + 1) /
-                       ((double)(c->gpu_milli_total - c->gpu_milli_used) + 1);
-        d -= W_SCARCE * p->n_gpus * p->gpu_milli * (fp->restricted[n->model] / fp->demand / share);
-    }
-    if (fp->rho_gen != fp->grad.mix_gen) {
-        fp->rho = mix_rho(fp->grad.mix);
-        fp->rho_gen = fp->grad.mix_gen;
-    }
-    int idle = fp->grad.idle[i];
+    if (n->model >= 0)
+        d -= fp->scarce[n->model];
+    int idle = fp->grad.idle[i], idle_after = idle - p->n_gpus * p->gpu_milli;
+    int64_t cpu_after = n->free_cpu - p->cpu_milli;
+    /* Most nodes can feed all their idle compute before and after: both strandings are 0, known by
+     * two products with a margin far above their rounding, without the divisions. */
+    if ((double)cpu_after >= fp->rho * idle * (1 + 1e-9) && (double)cpu_after >= fp->rho * idle_after * (1 + 1e-9))
+        return d - W_STRAND * (0.0 - 0.0);
     double s0 = stranded(fp->rho, n->free_cpu, idle);
-    double s1 = stranded(fp->rho, n->free_cpu - p->cpu_milli, idle - p->n_gpus * p->gpu_milli);
+    double s1 = stranded(fp->rho, cpu_after, idle_after);
     return d - W_STRAND * (s1 - s0);
 }
 
