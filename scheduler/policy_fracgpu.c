@@ -220,14 +220,14 @@ static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle 
     /* Most nodes can feed all their idle compute before and after: both strandings are 0, known by
      * two products with a margin far above their rounding, without the divisions. */
     if ((double)cpu_after >= fp->rho * idle * (1 + 1e-9) && (double)cpu_after >= fp->rho * idle_after * (1 + 1e-9))
-        return d - W_STRAND * (0.0 - 0.0);
+        return d;
     double s0 = stranded(fp->rho, n->free_cpu, idle);
     double s1 = stranded(fp->rho, cpu_after, idle_after);
     return d - W_STRAND * (s1 - s0);
 }
 
 /* The sum-of-squares term on n for a sharing pod (*t); false when the term does not apply. Reads rho
- * and the node's idle compute, which node_score has refreshed. */
+ * (observe keeps it for the mix) and the node's idle compute (node_score has refreshed it). */
 static bool gap_term(const struct fracgpu_policy *fp, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
                      size_t i, struct fg__gap_term *t)
 {
