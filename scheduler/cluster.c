@@ -152,6 +152,12 @@ enum fg_err fg_sched_cluster_add_node(struct fg_sched_cluster *c, const struct f
         c->model_free_milli[model] += (int64_t)s->n_gpus * FG_SCHED_MILLI;
     if (s->n_gpus > c->max_node_gpus)
         c->max_node_gpus = s->n_gpus;
+    c->gpuless_nodes += model < 0;
+    for (size_t i = 0; i < s->n_taints; i++)
+        if (s->taints[i].effect != FG_SCHED_PREFER_NO_SCHEDULE) {
+            c->hard_tainted_nodes++;
+            break;
+        }
     if (id_out)
         *id_out = (int)c->n_nodes;
     c->n_nodes++;

@@ -62,7 +62,13 @@ static inline bool taints_tolerated(const struct fg_sched_cycle *cy, const struc
 
 FG_SCHED_FILTER_EACH(taints, taints_tolerated)
 
-const struct fg_sched_filter_plugin fg_sched_plugin_taints = { "TaintToleration", NULL, taints, NULL };
+/* Only NoSchedule and NoExecute taints refuse a pod: without them in the cluster, every node passes. */
+static bool taints_skips(const struct fg_sched_cycle *cy)
+{
+    return cy->cluster->hard_tainted_nodes == 0;
+}
+
+const struct fg_sched_filter_plugin fg_sched_plugin_taints = { "TaintToleration", NULL, taints, taints_skips };
 
 static const char *label(const struct fg_sched_node *n, const char *key)
 {
@@ -143,7 +149,17 @@ static bool cpu_only(const struct fg_sched_cycle *cy)
     return cy->pod->n_gpus == 0;
 }
 
-const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gpu_model_pre, gpu_model, cpu_only };
+/* The model filter passes every node for a CPU-only pod, and for a GPU pod that allows every model of
+ * a cluster whose nodes all have GPUs. */
+static bool gpu_model_skips(const struct fg_sched_cycle *cy)
+{
+    const struct fg_sched_cluster *c = cy->cluster;
+    uint32_t all = (uint32_t)((1ull << c->n_models) - 1);
+    return cpu_only(cy) || (c->gpuless_nodes == 0 && (cy->model_mask & all) == all);
+}
+
+const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gpu_model_pre, gpu_model,
+                                                                   gpu_model_skips };
 
 /* Whether every GPU of n admits pod, known from the node's summary without looking at each GPU. */
 static inline bool admits_all(const struct fg_sched_node *n, const struct fg_sched_pod *p)

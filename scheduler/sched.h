@@ -158,6 +158,8 @@ struct fg_sched_cluster {
     int64_t gpu_milli_used;
     int64_t model_free_milli[FG_SCHED_MAX_MODELS];  /* free GPU milli per model */
     int max_node_gpus;              /* most GPUs on any one node */
+    size_t gpuless_nodes;           /* nodes without GPUs */
+    size_t hard_tainted_nodes;      /* nodes with a NoSchedule or NoExecute taint */
     uint64_t changes;               /* bumped by every reserve and unreserve */
     struct fg__sched_states *states; /* owned: the interned node states (states.c) */
 };

@@ -230,7 +230,9 @@ static void skipped_filters_pass_every_node(void **state)
                 assert_int_equal(fx_filter(pl, &e.c, &pods[k], i), FG_SCHED_SUCCESS);
         }
     }
-    assert_int_equal(skipped, 4 + 1 + 1 + 3);  /* affinity and the 3 GPU filters; affinity; affinity; GPU ones */
+    /* taints (no node is tainted) for all four; affinity and the 3 GPU filters; affinity; affinity; the
+     * GPU ones; the model filter runs for GPU pods: node c has no GPU */
+    assert_int_equal(skipped, 4 + 4 + 1 + 1 + 3);
     struct fg_sched_placement pl;
     char errmsg[FG_ERRMSG_MAX];
     assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &pods[3], &pl, errmsg), FG_OK);
@@ -238,6 +240,65 @@ static void skipped_filters_pass_every_node(void **state)
     assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &pods[2], &pl, errmsg), FG_OK);
     assert_int_equal(pl.code, FG_SCHED_SUCCESS);
     assert_int_equal(pl.node, 1);  /* the only node with two GPUs */
+    env_close(&e);
+}
+
+/* Whether a filter plugin is left out of pod's cycle. */
+static bool skipped_for(const struct fg_sched_cluster *c, const struct fg_sched_filter_plugin *pl,
+                        const struct fg_sched_pod *pod)
+{
+    struct fg_sched_cycle cy = { c, pod, fg_sched_pod_model_mask(c, pod), NULL };
+    return pl->skips && pl->skips(&cy);
+}
+
+static void add_tainted(struct fg_sched_cluster *c, const char *name, enum fg_sched_effect effect)
+{
+    struct fg_sched_taint taint = { "gpu", "busy", effect };
+    struct fg_sched_node_spec s = { .name = name, .cpu_milli = 8000, .mem_mib = 32768, .max_pods = 110,
+                                    .model = "T4", .n_gpus = 1, .gpu_mem_mib = 16384, .taints = &taint,
+                                    .n_taints = 1 };
+    char errmsg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_sched_cluster_add_node(c, &s, NULL, errmsg), FG_OK);
+}
+
+/* The taint and model filters are left out when the cluster's nodes make them pass every node, and
+ * come back as soon as one node could refuse the pod. */
+static void cluster_wide_skips_follow_the_nodes(void **state)
+{
+    (void)state;
+    struct env e;
+    fg_sched_cluster_init(&e.c);
+    fx_node(&e.c, "t4", 8, 32, 1, "T4");
+    fx_node(&e.c, "v100", 8, 32, 1, "V100");
+    add_tainted(&e.c, "soft", FG_SCHED_PREFER_NO_SCHEDULE);
+    struct fg_sched_pod any = fx_pod("any", 1, 1, 500), t4 = fx_pod("t4", 1, 1, 500);
+    static const char *const t4_only[] = { "T4" };
+    t4.models = t4_only;
+    t4.n_models = 1;
+    assert_true(skipped_for(&e.c, &fg_sched_plugin_taints, &any));  /* PreferNoSchedule never refuses */
+    assert_true(skipped_for(&e.c, &fg_sched_plugin_gpu_model, &any));
+    assert_false(skipped_for(&e.c, &fg_sched_plugin_gpu_model, &t4));
+    assert_int_equal(fx_filter(&fg_sched_plugin_gpu_model, &e.c, &t4, 1), FG_SCHED_UNSCHEDULABLE);
+
+    add_tainted(&e.c, "hard", FG_SCHED_NO_SCHEDULE);
+    assert_false(skipped_for(&e.c, &fg_sched_plugin_taints, &any));
+    assert_int_equal(fx_filter(&fg_sched_plugin_taints, &e.c, &any, 3), FG_SCHED_UNSCHEDULABLE);
+    fx_node(&e.c, "cpu", 8, 32, 0, NULL);
+    assert_false(skipped_for(&e.c, &fg_sched_plugin_gpu_model, &any));
+    assert_int_equal(fx_filter(&fg_sched_plugin_gpu_model, &e.c, &any, 4), FG_SCHED_UNSCHEDULABLE);
+
+    /* End to end: with the other GPUs taken, a whole-GPU pod does not go to the NoSchedule node. */
+    env_open(&e, "bestfit");
+    struct fg_sched_pod whole = fx_pod("whole", 1, 1, 1000);
+    struct fg_sched_placement pl;
+    char errmsg[FG_ERRMSG_MAX];
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &whole, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.code, FG_SCHED_SUCCESS);
+        assert_int_not_equal(pl.node, 3);
+    }
+    assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &whole, &pl, errmsg), FG_OK);
+    assert_int_equal(pl.code, FG_SCHED_UNSCHEDULABLE);
     env_close(&e);
 }
 
@@ -253,6 +314,7 @@ int main(void)
         cmocka_unit_test(policy_bound_to_its_node_set),
         cmocka_unit_test(unknown_policy_and_missing_mix),
         cmocka_unit_test(skipped_filters_pass_every_node),
+        cmocka_unit_test(cluster_wide_skips_follow_the_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
