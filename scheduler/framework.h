@@ -35,8 +35,9 @@ struct fg_sched_filter_plugin {
      * take the pod, and returns how many. out may be in. Reads only those nodes. The cycle runs each
      * filter over the survivors of the one before, so one pass over the list is one tight loop. */
     size_t (*filter)(const struct fg_sched_cycle *cy, const int *in, size_t n, int *out);
-    /* NULL, or whether filter would pass every node for this pod, known from the pod alone; the
-     * cycle then does not run it (kube-scheduler's PreFilter Skip). */
+    /* NULL, or whether filter would pass every node for this pod, known from the pod and the
+     * cluster's counts without looking at a node; the cycle then does not run it (kube-scheduler's
+     * PreFilter Skip). */
     bool (*skips)(const struct fg_sched_cycle *cy);
 };
 

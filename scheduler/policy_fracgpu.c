@@ -217,9 +217,10 @@ static double node_terms(struct fracgpu_policy *fp, const struct fg_sched_cycle 
         d -= fp->scarce[n->model];
     int idle = fp->grad.idle[i], idle_after = idle - p->n_gpus * p->gpu_milli;
     int64_t cpu_after = n->free_cpu - p->cpu_milli;
-    /* Most nodes can feed all their idle compute before and after: both strandings are 0, known by
-     * two products with a margin far above their rounding, without the divisions. */
-    if ((double)cpu_after >= fp->rho * idle * (1 + 1e-9) && (double)cpu_after >= fp->rho * idle_after * (1 + 1e-9))
+    /* Most nodes can feed all their idle compute even after the pod (and so before it, with more CPU
+     * and as much idle compute or more): both strandings are 0, known by one product with a margin far
+     * above its rounding, without the divisions. */
+    if ((double)cpu_after >= fp->rho * idle * (1 + 1e-9))
         return d;
     double s0 = stranded(fp->rho, n->free_cpu, idle);
     double s1 = stranded(fp->rho, cpu_after, idle_after);
