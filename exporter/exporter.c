@@ -83,14 +83,16 @@ void fg_exporter_sample(struct fg_exporter *e)
     uint64_t t0 = fg_clock_mono_ns();
     struct fg_sample smp;
     struct fg_usage u = { NULL, 0, 0 };
+    struct fg_exporter_health *h = &e->health;
+    /* Read before attributing: the informer fills its store during the first list, so a sample built
+     * meanwhile can know some pods and not others, and must not be reported as synced. */
+    h->pods_synced = fg_pods_synced(e->pods);
     bool ok = read_nvml(e, &smp);
     if (ok)
         fg_usage_build(&smp, e->opts.proc_root, e->pods, &u);
 
-    struct fg_exporter_health *h = &e->health;
     h->samples++;
     h->nvml_up = ok;
-    h->pods_synced = fg_pods_synced(e->pods);
     if (!ok)
         h->sample_failures++;
     else

@@ -410,7 +410,9 @@ static void test_mps(void **state)
     fg_buf_init(&body, 0);
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", port);
-    assert_true(wait_for(url, "pod=\"llm-2\"", 10000, &body));
+    /* A sample taken while the pod watch is still listing may know some pods and not others: wait for
+     * one that was taken after it had listed them all. */
+    assert_true(wait_for(url, "fracgpu_exporter_pods_synced{node=\"" NODE "\"} 1\n", 10000, &body));
     const char *t = fg_buf_str(&body);
     /* one pod's clients: its memory once per process, the device's utilization (not the server's 0.40) */
     assert_non_null(strstr(t, MPS_SERIES("fracgpu_pod_gpu_memory_used_bytes", "0", "GPU-mps-1")
