@@ -211,10 +211,6 @@ void fg_sched_framework_unreserve(struct fg_sched_framework *fw, struct fg_sched
     if (pl->code != FG_SCHED_SUCCESS && pl->code != FG_SCHED_WAIT)
         return;
     fg_sched_unreserve(c, p, pl->node, pl->gpus, pl->n_gpus);
-    if (fw->policy->ops->unbound) {
-        struct fg_sched_cycle cy = { c, p, fg_sched_pod_model_mask(c, p), NULL };
-        fw->policy->ops->unbound(fw->policy, &cy, pl->node, pl);
-    }
     if (p->group) {
         struct fg__sched_group *g = group_find(fw, p->group);
         if (g)

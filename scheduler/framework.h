@@ -92,9 +92,9 @@ enum fg_err fg_sched_schedule(struct fg_sched_framework *fw, struct fg_sched_clu
                               const struct fg_sched_pod *pod, struct fg_sched_placement *out,
                               char *errmsg) FG_MUST_USE;
 
-/* Undoes a SUCCESS or WAIT placement (a failed bind, a rejected group) and tells the policy (its
- * unbound hook); idempotent per placement: it sets out->code to UNSCHEDULABLE so that a second call
- * does nothing. */
+/* Undoes a SUCCESS or WAIT placement (a failed bind, a rejected group); idempotent per placement:
+ * it sets out->code to UNSCHEDULABLE so that a second call does nothing. Policies see the node's
+ * version change. */
 void fg_sched_framework_unreserve(struct fg_sched_framework *fw, struct fg_sched_cluster *c,
                                   const struct fg_sched_pod *pod, struct fg_sched_placement *p);
 

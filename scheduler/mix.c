@@ -67,7 +67,7 @@ static int cmp_group(const void *pa, const void *pb)
     return -strcmp(a->spec, b->spec);
 }
 
-void fg_sched_mix_build(const struct fg_sched_mix_counter *mc, struct fg_sched_mix *mix)
+static void build(const struct fg_sched_mix_counter *mc, double coverage, struct fg_sched_mix *mix)
 {
     fg_sched_mix_cleanup(mix);
     if (mc->n == 0)
@@ -78,7 +78,7 @@ void fg_sched_mix_build(const struct fg_sched_mix_counter *mc, struct fg_sched_m
     qsort(order, mc->n, sizeof *order, cmp_group);
     int64_t covered = 0;
     size_t k = 0;
-    while (k < mc->n && (double)covered < 0.95 * (double)mc->total)
+    while (k < mc->n && (double)covered < coverage * (double)mc->total)
         covered += order[k++]->count;
     mix->types = fg_malloc(k * sizeof *mix->types);
     mix->n = k;
@@ -88,6 +88,16 @@ void fg_sched_mix_build(const struct fg_sched_mix_counter *mc, struct fg_sched_m
                                                      order[i]->mask,
                                                      (double)order[i]->count / (double)mc->total / frac };
     free(order);
+}
+
+void fg_sched_mix_build(const struct fg_sched_mix_counter *mc, struct fg_sched_mix *mix)
+{
+    build(mc, 0.95, mix);
+}
+
+void fg_sched_mix_build_all(const struct fg_sched_mix_counter *mc, struct fg_sched_mix *mix)
+{
+    build(mc, 1.0, mix);
 }
 
 void fg_sched_mix_cleanup(struct fg_sched_mix *mix)

@@ -58,9 +58,11 @@ void fg_sched_mix_counter_cleanup(struct fg_sched_mix_counter *mc);
 void fg_sched_mix_counter_add(struct fg_sched_mix_counter *mc, const struct fg_sched_shape *s);
 
 /* Builds *mix (replacing and freeing its previous contents) from the counted shapes: groups sorted by
- * count, ties by (cpu, milli, count, spec) descending, taken until they cover ≥ 95% of the pods.
- * An empty counter gives an empty mix. */
+ * count, ties by (cpu, milli, count, spec) descending, taken until they cover ≥ 95% of the pods
+ * (FGD's reference mix). An empty counter gives an empty mix. */
 void fg_sched_mix_build(const struct fg_sched_mix_counter *mc, struct fg_sched_mix *mix);
+/* The same with every counted shape: the whole distribution, rare shapes included. */
+void fg_sched_mix_build_all(const struct fg_sched_mix_counter *mc, struct fg_sched_mix *mix);
 void fg_sched_mix_cleanup(struct fg_sched_mix *mix);
 
 

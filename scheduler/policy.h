@@ -5,9 +5,8 @@
  * better) and may choose the GPU a sharing pod should take there (*gpu, -1 = the framework's
  * default choice); normalize(), when present, rescales the scores of all feasible nodes of a cycle
  * (NormalizeScore). observe() sees every pod once per cycle before scoring, placed or not — online
- * policies learn from it; bound() sees each placement after Reserve, unbound() each one undone by
- * fg_sched_framework_unreserve (after Unreserve), so that a policy's own counts can follow the
- * cluster. All hooks but score are optional.
+ * policies learn from it; bound() sees each placement after Reserve, so that a policy's own state
+ * can follow the cluster. All hooks but score are optional.
  *
  * Policies available by name (fg_sched_policy_new): the six of the FGD paper — random, dotprod,
  * clustering, packing, bestfit, fgd — and fracgpu's own, `fracgpu` (online: learns its reference mix
@@ -29,8 +28,6 @@ struct fg_sched_policy_ops {
     void (*observe)(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy);
     void (*bound)(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
                   const struct fg_sched_placement *p);
-    void (*unbound)(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
-                    const struct fg_sched_placement *p);
     void (*free)(struct fg_sched_policy *pol);
 };
 

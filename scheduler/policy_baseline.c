@@ -56,7 +56,7 @@ static int64_t random_score(struct fg_sched_policy *pol, const struct fg_sched_c
     return (int64_t)(fg_sched_rng_next(&rp->rng) >> 1);
 }
 
-static const struct fg_sched_policy_ops random_ops = { "random", random_score, NULL, NULL, NULL, NULL, free_plain };
+static const struct fg_sched_policy_ops random_ops = { "random", random_score, NULL, NULL, NULL, free_plain };
 
 struct fg_sched_policy *fg__sched_random_new(uint64_t seed)
 {
@@ -79,7 +79,7 @@ static int64_t dotprod_score(struct fg_sched_policy *pol, const struct fg_sched_
     return (int64_t)(100.0 * (1.0 - 0.5 * d));
 }
 
-static const struct fg_sched_policy_ops dotprod_ops = { "dotprod", dotprod_score, NULL, NULL, NULL, NULL, free_plain };
+static const struct fg_sched_policy_ops dotprod_ops = { "dotprod", dotprod_score, NULL, NULL, NULL, free_plain };
 
 struct fg_sched_policy *fg__sched_dotprod_new(void)
 {
@@ -113,7 +113,7 @@ static void bestfit_normalize(struct fg_sched_policy *pol, int64_t *s, size_t n)
         s[i] = hi == lo ? 0 : (s[i] - lo) * 100 / (hi - lo);
 }
 
-static const struct fg_sched_policy_ops bestfit_ops = { "bestfit", bestfit_score, bestfit_normalize, NULL, NULL, NULL,
+static const struct fg_sched_policy_ops bestfit_ops = { "bestfit", bestfit_score, bestfit_normalize, NULL, NULL,
                                                         free_plain };
 
 struct fg_sched_policy *fg__sched_bestfit_new(void)
@@ -159,7 +159,7 @@ static int64_t packing_score(struct fg_sched_policy *pol, const struct fg_sched_
     return 100 - ratio / 10 > 50 ? 100 - ratio / 10 : 50;
 }
 
-static const struct fg_sched_policy_ops packing_ops = { "packing", packing_score, NULL, NULL, NULL, NULL, free_plain };
+static const struct fg_sched_policy_ops packing_ops = { "packing", packing_score, NULL, NULL, NULL, free_plain };
 
 struct fg_sched_policy *fg__sched_packing_new(void)
 {
@@ -210,7 +210,7 @@ static void clustering_free(struct fg_sched_policy *pol)
 }
 
 static const struct fg_sched_policy_ops clustering_ops = { "clustering", clustering_score, NULL, NULL,
-                                                           clustering_bound, NULL, clustering_free };
+                                                           clustering_bound, clustering_free };
 
 struct fg_sched_policy *fg__sched_clustering_new(const struct fg_sched_cluster *c)
 {

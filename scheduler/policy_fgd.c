@@ -82,7 +82,7 @@ static void evaluate(struct fg__grad *gr, const struct fg_sched_cycle *cy, size_
 }
 
 int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
-                                 double bias, const struct fg__gap_term *gap, int *gpu)
+                                 double bias, const struct fg__price_term *price, int *gpu)
 {
     const struct fg_sched_pod *p = cy->pod;
     size_t i = (size_t)(n - cy->cluster->nodes);
@@ -96,7 +96,9 @@ int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycl
     double base = m->before + bias;
     int64_t best = -1;
     for (int c = 0; c < m->n; c++) {
-        double b = gap && m->gpu[c] >= 0 ? fg__gaps_gpu_bias(gap, n, m->gpu[c]) : 0;
+        double b = price && m->gpu[c] >= 0
+                       ? -price->weight * fg__prices_loss(price->prices, n->gpus[m->gpu[c]].free_milli, price->milli)
+                       : 0;
         int64_t s = fg__sigmoid_score(&gr->sigmoid, base + b - m->after[c]);
         if (s > best) {
             best = s;
@@ -134,7 +136,7 @@ static void fgd_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fgd_ops = { "fgd", fgd_score, NULL, fgd_observe, NULL, NULL, fgd_free };
+static const struct fg_sched_policy_ops fgd_ops = { "fgd", fgd_score, NULL, fgd_observe, NULL, fgd_free };
 
 struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
 {

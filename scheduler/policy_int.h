@@ -2,9 +2,9 @@
 #ifndef FG_SCHEDULER_POLICY_INT_H
 #define FG_SCHEDULER_POLICY_INT_H
 
-#include "scheduler/gaps.h"
 #include "scheduler/gradient.h"
 #include "scheduler/policy.h"
+#include "scheduler/prices.h"
 
 /* Constructors behind fg_sched_policy_new (a NULL mix makes fracgpu learn its own: online mode). */
 struct fg_sched_policy *fg__sched_random_new(uint64_t seed);
@@ -19,10 +19,10 @@ struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, 
  * (whose sigmoid table the policy has initialised).
  * Whole-GPU pods take GPUs with free ≥ milli in ascending-free order; a sharing pod tries every GPU
  * that admits it (one of each set of identical idle GPUs) and *gpu gets the lowest-index one reaching
- * the highest score. bias carries a policy's extra terms in GPU-milli; gap (may be NULL) the
- * sum-of-squares term, which depends on the GPU a sharing pod takes (gaps.h). */
+ * the highest score. bias carries a policy's extra terms in GPU-milli; price (may be NULL) the
+ * price term, which depends on the GPU a sharing pod takes: −weight · the placement's loss (prices.h). */
 int64_t fg__sched_gradient_score(struct fg__grad *gr, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,
-                                 double bias, const struct fg__gap_term *gap, int *gpu);
+                                 double bias, const struct fg__price_term *price, int *gpu);
 
 struct fg__equiv_slot;
 

@@ -11,6 +11,7 @@ packages=(
   libssl-dev             # TLS, certificates
   libevent-dev           # event loop, HTTP server, OpenSSL bufferevents
   libcmocka-dev          # unit tests
+  coinor-libclp-dev      # COIN-OR Clp: the linear program behind the scheduler's prices
   openssl                # certificate tooling used by e2e tests
   prometheus             # promtool and a real Prometheus for e2e
 )
