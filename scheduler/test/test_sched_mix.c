@@ -35,6 +35,10 @@ static void mix_covers_95_percent_and_normalises(void **state)
     assert_int_equal(mix.types[1].cpu_milli, 100);
     assert_true(fabs(mix.types[0].p - 60.0 / 95.0) < 1e-12);
     assert_true(fabs(mix.types[0].p + mix.types[1].p - 1.0) < 1e-12);
+    fg_sched_mix_build_all(&mc, &mix);  /* every shape, the rare ones too, shares of all 100 pods */
+    assert_int_equal(mix.n, 4);
+    assert_int_equal(mix.types[3].gpu_milli, 300);
+    assert_true(fabs(mix.types[0].p - 0.60) < 1e-12 && fabs(mix.types[3].p - 0.02) < 1e-12);
     struct fg_sched_mix_counter empty;
     fg_sched_mix_counter_init(&empty);
     fg_sched_mix_build(&empty, &mix);  /* replaces: empty */
