@@ -71,6 +71,8 @@ struct fracgpu_policy {
     int64_t pods_seen, rebuilt_at;
     struct fg__prices prices;       /* prices.h: of the given mix, or (online) of every shape seen */
     double scarce[FG_SCHED_MAX_MODELS];      /* this cycle's scarcity term per model (cycle_scarcity) */
+    struct fg__price_term price;    /* this cycle's price term; used when price_on (a sharing pod) */
+    bool price_on;
     struct fg__equiv equiv;
 };
 
@@ -184,6 +186,8 @@ static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy
         fp->rho_gen = fp->grad.mix_gen;
     }
     cycle_scarcity(fp, cy);
+    fp->price = (struct fg__price_term){ &fp->prices, p->gpu_milli, W_PRICE };
+    fp->price_on = p->n_gpus == 1 && p->gpu_milli < FG_SCHED_MILLI && fp->prices.valid;
 }
 
 /* The terms of D that do not depend on the GPU chosen inside the node. */
@@ -213,11 +217,8 @@ static int64_t node_score(void *ctx, const struct fg_sched_node *n, int *gpu)
     struct fracgpu_ctx *c = ctx;
     size_t i = (size_t)(n - c->cy->cluster->nodes);
     fg__grad_frag(&c->fp->grad, c->cy->cluster, i);  /* refreshes the node's cache that node_terms reads */
-    const struct fg_sched_pod *p = c->cy->pod;
-    bool sharing = p->n_gpus == 1 && p->gpu_milli < FG_SCHED_MILLI && c->fp->prices.valid;
-    struct fg__price_term price = { &c->fp->prices, p->gpu_milli, W_PRICE };
-    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, node_terms(c->fp, c->cy, n, i), sharing ? &price : NULL,
-                                    gpu);
+    return fg__sched_gradient_score(&c->fp->grad, c->cy, n, node_terms(c->fp, c->cy, n, i),
+                                    c->fp->price_on ? &c->fp->price : NULL, gpu);
 }
 
 static int64_t score(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, const struct fg_sched_node *n,

@@ -25,9 +25,8 @@
  * The LP is the arc-flow formulation (Valério de Carvalho, 1999): nodes are fill levels 0..1000 in
  * steps of the greatest common divisor of the sizes and 1000, an arc from h to h + s for each size
  * s that fits, a loss arc from h to the next level; a unit of flow from 0 to 1000 is one GPU, and
- * each size's arcs carry at least its demand. Solved by COIN-OR Clp's dual simplex: about 1,100
- * columns and 120 rows for the 20 sizes of a trace in 10-milli steps, a few milliseconds, once per
- * mix.
+ * each size's arcs carry at least its demand. Solved by COIN-OR Clp's dual simplex: about 1,400
+ * columns and 120 rows for the 20 sizes of a trace in 10-milli steps, 3–4 ms, once per mix.
  */
 #ifndef FG_SCHEDULER_PRICES_H
 #define FG_SCHEDULER_PRICES_H
