@@ -7,7 +7,7 @@
 #include <openssl/evp.h>
 #include <string.h>
 
-#include "crds/duration.h"
+#include "base/duration.h"
 
 const struct fg_kube_resource fg_crd_gpupolicies = {
     .group = FG_GROUP, .version = "v1alpha1", .plural = "gpupolicies", .kind = "GPUPolicy", .namespaced = false,

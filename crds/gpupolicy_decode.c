@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "crds/duration.h"
+#include "base/duration.h"
 
 _Static_assert(sizeof(enum fg_sharing) == sizeof(int) && sizeof(enum fg_workload_class) == sizeof(int) &&
                    sizeof(enum fg_isolation) == sizeof(int) && sizeof(enum fg_update_mode) == sizeof(int),

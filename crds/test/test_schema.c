@@ -16,7 +16,7 @@
 #include <yaml.h>
 
 #include "base/json.h"
-#include "crds/duration.h"
+#include "base/duration.h"
 #include "crds/gpupolicy_fields.h"
 
 /* A YAML node as json-c: mappings → objects, sequences → arrays, plain integers → ints, the rest → strings. */

@@ -1,13 +1,15 @@
 /*
- * duration — the durations GPUPolicy fields carry ("168h", "1h30m", "90s").
+ * duration — the one duration syntax of fracgpu: GPUPolicy fields ("168h", "1h30m") and command-line
+ * flags ("--interval=10s", "--leader-elect-lease-duration=15s") alike.
  *
  * Kubernetes writes durations in Go's time.ParseDuration form; the CRD schema accepts the subset of
  * whole numbers with the units h, m, s and ms, one or more of them in a row, and this parser accepts
- * exactly the same subset, so a value the API server let through always decodes here. Results are
- * milliseconds, bounded so that sums and comparisons never overflow.
+ * exactly the same subset, so a value the API server let through always decodes here and a flag
+ * reads the way a policy does. Results are milliseconds, bounded so that sums and comparisons never
+ * overflow.
  */
-#ifndef FG_CRDS_DURATION_H
-#define FG_CRDS_DURATION_H
+#ifndef FG_BASE_DURATION_H
+#define FG_BASE_DURATION_H
 
 #include <stdint.h>
 

@@ -1,7 +1,7 @@
 /*
- * duration — parsing and printing GPUPolicy durations; see duration.h for the accepted form.
+ * duration — parsing and printing durations; see duration.h for the accepted form.
  */
-#include "crds/duration.h"
+#include "base/duration.h"
 
 #include <stdio.h>
 #include <string.h>
