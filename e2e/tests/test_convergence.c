@@ -102,11 +102,13 @@ static struct watched informers[NINFORMERS] = {
 };
 
 static struct fg_harness h;
+static struct fg_fieldset *pod_fields;
 
 static void start_informers(void *ud)
 {
     (void)ud;
     static const struct fg_resource_handler handler = { on_add, on_update, on_delete };
+    pod_fields = fg_fieldset_new(fg_transform_pod_paths);
     for (int i = 0; i < NINFORMERS; i++) {
         struct watched *w = &informers[i];
         struct fg_kube_listwatch_opts lwo = FG_KUBE_LISTWATCH_OPTS_DEFAULT;
@@ -117,8 +119,10 @@ static void start_informers(void *ud)
         io.reflector.backoff_initial_ns = 20 * FG_NS_PER_MS;
         io.reflector.backoff_max_ns = 500 * FG_NS_PER_MS;
         io.reflector.min_healthy_watch_ns = 0;
-        if (w->pod_transform)
-            io.reflector.transform = fg_transform_pod;
+        if (w->pod_transform) {
+            io.reflector.transform = fg_transform_keep;
+            io.reflector.transform_ud = pod_fields;
+        }
         w->informer = fg_informer_new(fg_kube_listwatch_new(h.loop, &fg_kube_pods, w->ns, &lwo), &io);
         assert_int_equal(fg_informer_add_handler(w->informer, &handler, w), FG_OK);
         assert_int_equal(fg_informer_start(w->informer), FG_OK);
@@ -132,6 +136,8 @@ static void stop_informers(void *ud)
         fg_informer_free(informers[i].informer);
         informers[i].informer = NULL;
     }
+    fg_fieldset_free(pod_fields);
+    pod_fields = NULL;
 }
 
 /* ---- the writer ---- */

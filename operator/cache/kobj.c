@@ -20,6 +20,7 @@ struct fg_kobj {
     uint32_t text_off;
     uint32_t text_len;
     uint64_t rv;
+    struct fg_kobj_value *value;
     char data[];
 };
 
@@ -67,6 +68,7 @@ enum fg_err fg_kobj_new(json_object *obj, struct fg_kobj **out, char *errmsg)
     struct fg_kobj *o = fg_malloc(sizeof(*o) + total);
     atomic_init(&o->refs, 1);
     o->rv = rv;
+    o->value = NULL;
     char *p = o->data;
     if (ns_len) {
         memcpy(p, ns, ns_len);
@@ -95,8 +97,23 @@ struct fg_kobj *fg_kobj_ref(struct fg_kobj *o)
 
 void fg_kobj_unref(struct fg_kobj *o)
 {
-    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
-        free(o);
+    if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (o->value)
+        o->value->free(o->value);
+    free(o);
+}
+
+void fg_kobj_set_value(struct fg_kobj *o, struct fg_kobj_value *v)
+{
+    if (o->value)
+        o->value->free(o->value);
+    o->value = v;
+}
+
+const struct fg_kobj_value *fg_kobj_value(const struct fg_kobj *o)
+{
+    return o->value;
 }
 
 const char *fg_kobj_key(const struct fg_kobj *o) { return o->data; }

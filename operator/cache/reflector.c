@@ -94,6 +94,8 @@ static void ingest(struct fg_reflector *r, enum fg_watch_type type, json_object 
         fg_log(FG_LOG_WARN, COMPONENT, "%s skipped: %s", kind(r), errmsg);
         goto out_put;
     }
+    if (r->opts.decode)
+        fg_kobj_set_value(ko, r->opts.decode(r->opts.decode_ud, t));
     const struct fg_resource_handler *h = r->handler;
     if (type == FG_WATCH_DELETED) {
         struct fg_kobj *gone = fg_store_delete(r->store, fg_kobj_key(ko), fg_kobj_rv(ko));

@@ -10,7 +10,8 @@
  * capped, reset after a healthy period, and never shorter than the server's Retry-After. A watch
  * still open a minute past its timeoutSeconds sits on a dead connection: it is abandoned and renewed.
  *
- * Every object passes the transform, becomes a struct fg_kobj and goes into the store; the handler
+ * Every object passes the transform, becomes a struct fg_kobj (with the typed value `decode` makes
+ * of it attached, when there is a decode) and goes into the store; the handler
  * hears what changed. What handlers see never goes back in time: an event older than the stored
  * object is dropped, a relist reports only objects whose resourceVersion changed (and deletes for
  * those that vanished). Everything runs on the lister-watcher's thread, handlers included.
@@ -41,6 +42,10 @@ struct fg_resource_handler {
 struct fg_reflector_opts {
     fg_transform_fn *transform;      /* NULL: store objects as received */
     void *transform_ud;
+    /* NULL, or the typed value to attach to each cached object (kobj.h), made from the transformed
+     * object; may return NULL. */
+    struct fg_kobj_value *(*decode)(void *ud, json_object *obj);
+    void *decode_ud;
     uint64_t backoff_initial_ns;     /* first retry delay */
     uint64_t backoff_max_ns;         /* cap */
     uint64_t backoff_reset_ns;       /* a failure this long after the previous one starts over */

@@ -2,7 +2,6 @@
 #include "transform.h"
 
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,90 +51,9 @@ json_object *fg_transform_strip(void *ud, json_object *obj)
     return json_object_get(obj);
 }
 
-static void keep_path(json_object *src, json_object *dst, const char *path);
-
-/* Copies the rest of the path from each element of the array src into the matching element of dst,
- * creating dst's elements as objects on first use. */
-static void keep_array(json_object *src, json_object *dst, const char *rest)
-{
-    size_t n = json_object_array_length(src);
-    for (size_t i = 0; i < n; i++) {
-        json_object *s = json_object_array_get_idx(src, i);
-        if (!rest) {
-            json_object_array_put_idx(dst, i, json_object_get(s));
-            continue;
-        }
-        if (!json_object_is_type(s, json_type_object)) {
-            if (json_object_array_length(dst) <= i)
-                json_object_array_put_idx(dst, i, NULL); /* keep the indexes aligned */
-            continue;
-        }
-        json_object *d = json_object_array_get_idx(dst, i);
-        if (!d) {
-            d = json_object_new_object();
-            json_object_array_put_idx(dst, i, d);
-        }
-        keep_path(s, d, rest);
-    }
-}
-
-/* src and dst are objects; path is the remaining dotted path. */
-static void keep_path(json_object *src, json_object *dst, const char *path)
-{
-    const char *dot = strchr(path, '.');
-    size_t len = dot ? (size_t)(dot - path) : strlen(path);
-    const char *rest = dot ? dot + 1 : NULL;
-    bool each = len >= 2 && path[len - 2] == '[' && path[len - 1] == ']';
-    size_t key_len = each ? len - 2 : len;
-    char key[MAX_SEGMENT];
-    if (key_len == 0 || key_len >= sizeof(key))
-        return;
-    memcpy(key, path, key_len);
-    key[key_len] = '\0';
-
-    json_object *s = NULL;
-    if (!json_object_object_get_ex(src, key, &s))
-        return;
-    json_object *d = NULL;
-    json_object_object_get_ex(dst, key, &d);
-    if (d == s)
-        return; /* an earlier path already kept this whole sub-tree */
-    if (each) {
-        if (!json_object_is_type(s, json_type_array))
-            return;
-        if (!json_object_is_type(d, json_type_array)) {
-            d = json_object_new_array_ext((int)json_object_array_length(s));
-            json_object_object_add(dst, key, d);
-        }
-        keep_array(s, d, rest);
-        return;
-    }
-    if (!rest) {
-        json_object_object_add(dst, key, json_object_get(s));
-        return;
-    }
-    if (!json_object_is_type(s, json_type_object))
-        return;
-    if (!json_object_is_type(d, json_type_object)) {
-        d = json_object_new_object();
-        json_object_object_add(dst, key, d);
-    }
-    keep_path(s, d, rest);
-}
-
-json_object *fg_transform_keep(json_object *obj, const char *const *paths)
-{
-    if (!json_object_is_type(obj, json_type_object))
-        return NULL;
-    json_object *out = json_object_new_object();
-    for (size_t i = 0; paths[i]; i++)
-        keep_path(obj, out, paths[i]);
-    return out;
-}
-
 /* ---- pruning in place: the same result as fg_transform_keep, without building a new tree ---- */
 
-/* A path list compiled into a tree of segments. */
+/* A path list compiled into a tree of segments; the root is the field set. */
 struct prune_node {
     char key[MAX_SEGMENT];
     bool each;                  /* "key[]": apply the children to every element of an array */
@@ -225,20 +143,38 @@ static void prune(const struct prune_node *n, json_object *obj)
         free(doomed);
 }
 
-static struct prune_node pod_tree;
-static pthread_once_t pod_tree_once = PTHREAD_ONCE_INIT;
+struct fg_fieldset {
+    struct prune_node root;
+};
 
-static void compile_pod_tree(void)
+static void prune_free(struct prune_node *n)
 {
-    prune_compile(&pod_tree, fg_transform_pod_paths);
+    for (size_t i = 0; i < n->nkids; i++)
+        prune_free(&n->kids[i]);
+    free(n->kids);
 }
 
-json_object *fg_transform_pod(void *ud, json_object *obj)
+struct fg_fieldset *fg_fieldset_new(const char *const *paths)
 {
+    struct fg_fieldset *fs = fg_calloc(1, sizeof *fs);
+    prune_compile(&fs->root, paths);
+    return fs;
+}
+
+void fg_fieldset_free(struct fg_fieldset *fs)
+{
+    if (!fs)
+        return;
+    prune_free(&fs->root);
+    free(fs);
+}
+
+json_object *fg_transform_keep(void *ud, json_object *obj)
+{
+    const struct fg_fieldset *fs = ud;
     if (!json_object_is_type(obj, json_type_object))
         return NULL;
-    pthread_once(&pod_tree_once, compile_pod_tree);
-    json_object *stripped = fg_transform_strip(ud, obj);
-    prune(&pod_tree, stripped);
+    json_object *stripped = fg_transform_strip(NULL, obj);
+    prune(&fs->root, stripped);
     return stripped;
 }

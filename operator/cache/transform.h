@@ -9,8 +9,11 @@
  * afterwards, so a transform never frees its input and a rejecting transform leaks nothing.
  *
  * Ready-made: fg_transform_strip drops metadata.managedFields and the
- * kubectl.kubernetes.io/last-applied-configuration annotation; fg_transform_pod keeps only the pod
- * fields fracgpu reads; fg_transform_keep builds such field-keeping transforms from path lists.
+ * kubectl.kubernetes.io/last-applied-configuration annotation; fg_transform_keep strips, then keeps
+ * only the fields of a field set — the paths a consumer reads, compiled once into a tree and pruned
+ * from each object in place, which spares the allocations of a second tree on the informer's hot
+ * path. The manager's informer factory builds one field set per informer from the union of what its
+ * consumers declare.
  */
 #ifndef FG_CACHE_TRANSFORM_H
 #define FG_CACHE_TRANSFORM_H
@@ -24,20 +27,25 @@ typedef json_object *fg_transform_fn(void *ud, json_object *obj);
 json_object *fg_transform_strip(void *ud, json_object *obj);
 
 /*
- * Returns a new object holding only the listed paths of obj (sub-trees are shared with obj by
- * reference, which is fine on one thread). A path is dot-separated keys; a key ending in "[]" walks
- * every element of an array, so "spec.containers[].resources" keeps each container's resources
- * (arrays keep their length and order, elements become objects with only the kept keys). Paths that
- * are absent are skipped. `paths` is NULL-terminated. Returns NULL when obj is not an object.
+ * A compiled list of kept paths. A path is dot-separated keys; a key ending in "[]" walks every
+ * element of an array, so "spec.containers[].resources" keeps each container's resources (arrays keep
+ * their length and order; their elements keep only the listed keys, and elements that are not
+ * objects become null). A path that ends where another continues keeps the whole sub-tree. Paths
+ * absent from an object are skipped; empty segments and segments of 128 bytes or more are ignored.
+ * `paths` is NULL-terminated and may be freed after the call.
  */
-json_object *fg_transform_keep(json_object *obj, const char *const *paths);
+struct fg_fieldset;
 
-/* fg_transform_strip, then keeps only fg_transform_pod_paths — the result fg_transform_keep gives,
- * but pruned from obj in place (returned with a new reference) rather than built anew, which spares
- * the allocations of a second tree on the informer's hot path. ud is unused. */
-json_object *fg_transform_pod(void *ud, json_object *obj);
+struct fg_fieldset *fg_fieldset_new(const char *const *paths);
+/* NULL is ignored. */
+void fg_fieldset_free(struct fg_fieldset *fs);
 
-/* The paths fg_transform_pod keeps, NULL-terminated. */
+/* A fg_transform_fn whose ud is a struct fg_fieldset: fg_transform_strip, then every member no path
+ * reaches is deleted from obj in place; returns obj with a new reference, NULL when obj is not an
+ * object. */
+json_object *fg_transform_keep(void *ud, json_object *obj);
+
+/* The pod fields the scheduling side of fracgpu reads, NULL-terminated. */
 extern const char *const fg_transform_pod_paths[];
 
 #endif

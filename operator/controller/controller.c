@@ -130,10 +130,14 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Shuts the queue down and joins every started worker. Caller holds c->lifecycle. */
-static void stop_locked(struct fg_controller *c)
+/* Shuts the queue down (dropping what no worker holds when discard) and joins every started worker.
+ * Caller holds c->lifecycle. */
+static void stop_locked(struct fg_controller *c, bool discard)
 {
-    fg_workqueue_shut_down(c->queue);
+    if (discard)
+        fg_workqueue_shut_down_discard(c->queue);
+    else
+        fg_workqueue_shut_down(c->queue);
     for (unsigned i = 0; i < c->n_started; i++)
         pthread_join(c->workers[i].thread, NULL);
     c->n_started = 0;
@@ -156,7 +160,7 @@ enum fg_err fg_controller_start(struct fg_controller *c)
     for (unsigned i = 0; i < c->n_workers; i++) {
         if (pthread_create(&c->workers[i].thread, NULL, worker_main, &c->workers[i]) != 0) {
             fg_log(FG_LOG_ERROR, c->name, "cannot start worker %u of %u", i + 1, c->n_workers);
-            stop_locked(c);
+            stop_locked(c, true);
             err = FG_E_INTERNAL;
             goto out_unlock;
         }
@@ -168,14 +172,24 @@ out_unlock:
     return err;
 }
 
-void fg_controller_stop(struct fg_controller *c)
+static void stop(struct fg_controller *c, bool discard)
 {
     pthread_mutex_lock(&c->lifecycle);
     if (!c->stopped) {
-        stop_locked(c);
-        fg_log(FG_LOG_INFO, c->name, "stopped");
+        stop_locked(c, discard);
+        fg_log(FG_LOG_INFO, c->name, discard ? "stopped, queued keys dropped" : "stopped");
     }
     pthread_mutex_unlock(&c->lifecycle);
+}
+
+void fg_controller_stop(struct fg_controller *c)
+{
+    stop(c, false);
+}
+
+void fg_controller_cancel(struct fg_controller *c)
+{
+    stop(c, true);
 }
 
 void fg_controller_free(struct fg_controller *c)

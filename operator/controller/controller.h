@@ -14,8 +14,10 @@
  *
  * Lifecycle: new → start → stop → free. stop shuts the queue down (new keys are refused, keys
  * waiting on a delay or a retry are dropped), lets the workers finish every key already queued —
- * none added before stop is lost — and joins them, so no reconcile is running once it returns. It
- * must not be called from a reconcile. Metrics are counters read at any time from any thread.
+ * none added before stop is lost — and joins them, so no reconcile is running once it returns.
+ * cancel is the stop of a controller that must quit at once (its replica stopped leading): keys
+ * not yet handed to a worker are dropped and only the reconciles running now are waited for; the
+ * next leader reconciles everything anyway. Neither may be called from a reconcile. Metrics are counters read at any time from any thread.
  */
 #ifndef FG_CONTROLLER_H
 #define FG_CONTROLLER_H
@@ -81,6 +83,9 @@ enum fg_err fg_controller_new(const struct fg_controller_opts *opts, struct fg_c
 enum fg_err fg_controller_start(struct fg_controller *c) FG_MUST_USE;
 /* Shuts the queue down, waits for the queued keys and the running reconciles; idempotent. */
 void fg_controller_stop(struct fg_controller *c);
+/* Shuts the queue down dropping every key no worker holds, waits for the running reconciles;
+ * idempotent, and a later stop does nothing. */
+void fg_controller_cancel(struct fg_controller *c);
 /* Stops if needed and frees; NULL is ignored. */
 void fg_controller_free(struct fg_controller *c);
 

@@ -194,6 +194,21 @@ void fg_workqueue_shut_down(struct fg_workqueue *q)
     pthread_mutex_unlock(&q->lock);
 }
 
+void fg_workqueue_shut_down_discard(struct fg_workqueue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->shutting_down = true;
+    while (q->fifo_len > 0)
+        free(fifo_pop(q));
+    fg__keymap_cleanup(&q->dirty);   /* also the keys being processed: done() must not queue them again */
+    fg__keymap_init(&q->dirty);
+    pthread_cond_broadcast(&q->ready);
+    pthread_cond_broadcast(&q->delay_wake);
+    if (q->processing.len == 0)
+        pthread_cond_broadcast(&q->idle);
+    pthread_mutex_unlock(&q->lock);
+}
+
 enum fg_err fg_workqueue_shut_down_with_drain(struct fg_workqueue *q, uint64_t timeout_ns)
 {
     fg_workqueue_shut_down(q);

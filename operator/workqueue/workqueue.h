@@ -12,7 +12,8 @@
  * Shutting down makes add() refuse new keys (FG_E_SHUTDOWN) and drops keys still waiting on a delay;
  * keys already in the FIFO are still handed out, and get() reports FG_E_SHUTDOWN once the FIFO is
  * empty — so a key added before shutdown is not lost. The drain variant also waits, bounded, until
- * every handed-out key is done.
+ * every handed-out key is done; the discard variant instead drops every key not yet handed out, for
+ * an owner that must stop at once (a controller whose replica stopped leading).
  *
  * Delaying: add_after(key, delay) parks the key in a min-heap ordered by deadline on base/clock.h's
  * monotonic clock (fake in tests); a waiting-loop thread owned by the queue moves due keys into the
@@ -65,6 +66,9 @@ void fg_workqueue_stats_get(struct fg_workqueue *q, struct fg_workqueue_stats *o
 
 /* Refuses new keys, wakes every blocked get and stops the waiting thread; idempotent. */
 void fg_workqueue_shut_down(struct fg_workqueue *q);
+/* Shuts down and drops every key in the FIFO and every pending re-queue: get() reports FG_E_SHUTDOWN
+ * at once, and done() of a key handed out earlier queues nothing. */
+void fg_workqueue_shut_down_discard(struct fg_workqueue *q);
 /* Shuts down, then waits until the FIFO is empty and every key handed out is done: FG_OK, or
  * FG_E_TIMEOUT after timeout_ns of real time (the shutdown stays in effect). */
 enum fg_err fg_workqueue_shut_down_with_drain(struct fg_workqueue *q, uint64_t timeout_ns) FG_MUST_USE;

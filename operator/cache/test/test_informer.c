@@ -1,4 +1,5 @@
-/* Tests for the informer: handlers, has_synced, periodic resync, stop, and readers on other threads. */
+/* Tests for the informer: handlers, has_synced, periodic resync, stop, readers on other threads, and
+ * the typed value decoded once per cached object. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -62,7 +63,9 @@ static void test_handlers_and_resync(void **state)
     for (unsigned i = 0; i < 5; i++)
         apply_pod(fake, FG_WATCH_ADDED, i, "n1");
     struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
-    opts.reflector.transform = fg_transform_pod;
+    struct fg_fieldset *fields = fg_fieldset_new(fg_transform_pod_paths);
+    opts.reflector.transform = fg_transform_keep;
+    opts.reflector.transform_ud = fields;
     opts.resync_ns = 60 * FG_NS_PER_S;
     struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
     struct counts a = { 0 }, b = { 0 };
@@ -105,6 +108,7 @@ static void test_handlers_and_resync(void **state)
     fg_fake_listwatch_run(fake);
     assert_int_equal(a.resyncs, 8);
     fg_informer_free(inf);
+    fg_fieldset_free(fields);
     fg_clock_fake_clear();
 }
 
@@ -139,7 +143,9 @@ static void test_readers_on_other_threads(void **state)
     (void)state;
     struct fg_fake_listwatch *fake = fg_fake_listwatch_new("Pod");
     struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
-    opts.reflector.transform = fg_transform_pod;
+    struct fg_fieldset *fields = fg_fieldset_new(fg_transform_pod_paths);
+    opts.reflector.transform = fg_transform_keep;
+    opts.reflector.transform_ud = fields;
     struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
     assert_int_equal(fg_informer_start(inf), FG_OK);
     fg_fake_listwatch_run(fake);
@@ -152,6 +158,69 @@ static void test_readers_on_other_threads(void **state)
     pthread_join(t, NULL);
     assert_false(rd.bad);
     fg_informer_free(inf);
+    fg_fieldset_free(fields);
+}
+
+/* A typed value: the pod's node, decoded once when the pod is cached. */
+struct pod_node {
+    struct fg_kobj_value base;
+    char node[64];
+};
+
+static atomic_int live_values;
+
+static void pod_node_free(struct fg_kobj_value *v)
+{
+    atomic_fetch_sub(&live_values, 1);
+    free(v);
+}
+
+static struct fg_kobj_value *decode_pod_node(void *ud, json_object *obj)
+{
+    (*(unsigned *)ud)++;
+    const char *node = fg_json_get_str(obj, "spec", "nodeName", NULL);
+    if (!node)
+        return NULL;
+    struct pod_node *v = fg_calloc(1, sizeof *v);
+    v->base.free = pod_node_free;
+    snprintf(v->node, sizeof v->node, "%s", node);
+    atomic_fetch_add(&live_values, 1);
+    return &v->base;
+}
+
+static void test_typed_values(void **state)
+{
+    (void)state;
+    fg_clock_fake_set(1000 * FG_NS_PER_S);
+    struct fg_fake_listwatch *fake = fg_fake_listwatch_new("Pod");
+    apply_pod(fake, FG_WATCH_ADDED, 1, "n1");
+    apply_pod(fake, FG_WATCH_ADDED, 2, NULL);
+    unsigned decodes = 0;
+    struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
+    opts.reflector.decode = decode_pod_node;
+    opts.reflector.decode_ud = &decodes;
+    struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
+    assert_int_equal(fg_informer_start(inf), FG_OK);
+    fg_fake_listwatch_run(fake);
+    assert_int_equal(decodes, 2);
+    struct fg_kobj *o = fg_store_get(fg_informer_store(inf), "ml/llm-1");
+    assert_non_null(o);
+    assert_string_equal(((const struct pod_node *)fg_kobj_value(o))->node, "n1");
+    apply_pod(fake, FG_WATCH_MODIFIED, 1, "n2");
+    /* The object a reader holds keeps its value; the new one has its own. */
+    assert_string_equal(((const struct pod_node *)fg_kobj_value(o))->node, "n1");
+    fg_kobj_unref(o);
+    o = fg_store_get(fg_informer_store(inf), "ml/llm-1");
+    assert_string_equal(((const struct pod_node *)fg_kobj_value(o))->node, "n2");
+    fg_kobj_unref(o);
+    o = fg_store_get(fg_informer_store(inf), "ml/llm-2");
+    assert_null(fg_kobj_value(o));
+    fg_kobj_unref(o);
+    assert_int_equal(decodes, 3);
+    apply_pod(fake, FG_WATCH_DELETED, 1, "n2");
+    fg_informer_free(inf);
+    assert_int_equal(atomic_load(&live_values), 0);   /* every value went with its object */
+    fg_clock_fake_clear();
 }
 
 int main(void)
@@ -160,6 +229,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handlers_and_resync),
         cmocka_unit_test(test_readers_on_other_threads),
+        cmocka_unit_test(test_typed_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,7 @@
-/* Tests for transform: stripping, field keeping, the pod transform, and rejection by a transform. */
+/*
+ * Tests for transform: stripping, field sets pruned in place (checked against a reference that builds
+ * the kept tree anew), the pod fields, and rejection by a transform.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,99 @@
 #include "operator/cache/transform.h"
 
 #define LAST_APPLIED "kubectl.kubernetes.io/last-applied-configuration"
+
+/* ---- the reference: a new tree holding only the listed paths of obj, obj untouched ---- */
+
+static void keep_path(json_object *src, json_object *dst, const char *path);
+
+/* Copies the rest of the path from each element of the array src into the matching element of dst,
+ * creating dst's elements as objects on first use. */
+static void keep_array(json_object *src, json_object *dst, const char *rest)
+{
+    size_t n = json_object_array_length(src);
+    for (size_t i = 0; i < n; i++) {
+        json_object *s = json_object_array_get_idx(src, i);
+        if (!rest) {
+            json_object_array_put_idx(dst, i, json_object_get(s));
+            continue;
+        }
+        if (!json_object_is_type(s, json_type_object)) {
+            if (json_object_array_length(dst) <= i)
+                json_object_array_put_idx(dst, i, NULL); /* keep the indexes aligned */
+            continue;
+        }
+        json_object *d = json_object_array_get_idx(dst, i);
+        if (!d) {
+            d = json_object_new_object();
+            json_object_array_put_idx(dst, i, d);
+        }
+        keep_path(s, d, rest);
+    }
+}
+
+/* src and dst are objects; path is the remaining dotted path. */
+static void keep_path(json_object *src, json_object *dst, const char *path)
+{
+    const char *dot = strchr(path, '.');
+    size_t len = dot ? (size_t)(dot - path) : strlen(path);
+    const char *rest = dot ? dot + 1 : NULL;
+    bool each = len >= 2 && path[len - 2] == '[' && path[len - 1] == ']';
+    size_t key_len = each ? len - 2 : len;
+    char key[128];
+    if (key_len == 0 || key_len >= sizeof(key))
+        return;
+    memcpy(key, path, key_len);
+    key[key_len] = '\0';
+
+    json_object *s = NULL;
+    if (!json_object_object_get_ex(src, key, &s))
+        return;
+    json_object *d = NULL;
+    json_object_object_get_ex(dst, key, &d);
+    if (d == s)
+        return; /* an earlier path already kept this whole sub-tree */
+    if (each) {
+        if (!json_object_is_type(s, json_type_array))
+            return;
+        if (!json_object_is_type(d, json_type_array)) {
+            d = json_object_new_array_ext((int)json_object_array_length(s));
+            json_object_object_add(dst, key, d);
+        }
+        keep_array(s, d, rest);
+        return;
+    }
+    if (!rest) {
+        json_object_object_add(dst, key, json_object_get(s));
+        return;
+    }
+    if (!json_object_is_type(s, json_type_object))
+        return;
+    if (!json_object_is_type(d, json_type_object)) {
+        d = json_object_new_object();
+        json_object_object_add(dst, key, d);
+    }
+    keep_path(s, d, rest);
+}
+
+static json_object *oracle_keep(json_object *obj, const char *const *paths)
+{
+    if (!json_object_is_type(obj, json_type_object))
+        return NULL;
+    json_object *out = json_object_new_object();
+    for (size_t i = 0; paths[i]; i++)
+        keep_path(obj, out, paths[i]);
+    return out;
+}
+
+/* The pod field set, compiled once for the tests. */
+static struct fg_fieldset *pod_fields(void)
+{
+    static struct fg_fieldset *fs;
+    if (!fs)
+        fs = fg_fieldset_new(fg_transform_pod_paths);
+    return fs;
+}
+
 
 static void test_fake_pod_is_realistic(void **state)
 {
@@ -67,26 +163,34 @@ static void test_keep_paths(void **state)
         "{\"n\":\"y\",\"junk\":2},7],\"top\":\"t\",\"drop\":true,\"whole\":[1,2]}");
     static const char *const paths[] = { "a.b", "a.d.e", "list[].n", "list[].r", "top", "whole", "missing.x",
                                          "a.b.c", "top[]", "", NULL };
-    json_object *k = fg_transform_keep(o, paths);
-    assert_non_null(k);
+    struct fg_fieldset *fs = fg_fieldset_new(paths);
+    json_object *copy = json_tokener_parse(fg_json_text(o, NULL));
+    json_object *k = fg_transform_keep(fs, copy);
+    assert_ptr_equal(k, copy);
     assert_string_equal(fg_json_text(k, NULL),
                         "{\"a\":{\"b\":1,\"d\":{\"e\":3}},\"list\":[{\"n\":\"x\",\"r\":{\"cpu\":1}},{\"n\":\"y\"},null],"
                         "\"top\":\"t\",\"whole\":[1,2]}");
-    /* The input is untouched. */
-    assert_non_null(fg_json_get(o, "drop", NULL));
-    assert_non_null(fg_json_get(o, "a", "c", NULL));
+    json_object *want = oracle_keep(o, paths);
+    assert_true(json_object_equal(want, k));
+    json_object_put(want);
     json_object_put(k);
+    json_object_put(copy);
+    fg_fieldset_free(fs);
 
     /* A path that keeps a whole sub-tree, then a path inside it, keeps the whole sub-tree. */
     static const char *const nested[] = { "a", "a.b", NULL };
-    k = fg_transform_keep(o, nested);
+    fs = fg_fieldset_new(nested);
+    copy = json_tokener_parse(fg_json_text(o, NULL));
+    k = fg_transform_keep(fs, copy);
     assert_non_null(fg_json_get(k, "a", "c", NULL));
-    assert_non_null(fg_json_get(o, "a", "c", NULL));
+    assert_null(fg_json_get(k, "drop", NULL));
     json_object_put(k);
+    json_object_put(copy);
 
     json_object *s = json_object_new_string("x");
-    assert_null(fg_transform_keep(s, paths));
+    assert_null(fg_transform_keep(fs, s));
     json_object_put(s);
+    fg_fieldset_free(fs);
     json_object_put(o);
 }
 
@@ -96,7 +200,7 @@ static void test_pod_transform(void **state)
     json_object *pod = fg_fake_pod_new("ml", "llm", 2, "node-2");
     size_t before = 0;
     fg_json_text(pod, &before);
-    json_object *t = fg_transform_pod(NULL, pod);
+    json_object *t = fg_transform_keep(pod_fields(), pod);
     assert_non_null(t);
     size_t after = 0;
     fg_json_text(t, &after);
@@ -130,7 +234,7 @@ static void test_pod_transform(void **state)
     json_object_put(pod);
 }
 
-/* The in-place pod transform gives exactly what fg_transform_keep builds, also on odd shapes. */
+/* Pruning the pod fields in place gives exactly what the reference builds, also on odd shapes. */
 static void test_pod_prune_equals_keep(void **state)
 {
     (void)state;
@@ -152,8 +256,8 @@ static void test_pod_prune_equals_keep(void **state)
         json_object *b = NULL;
         assert_int_equal(fg_json_parse(fg_json_text(a, NULL), strlen(fg_json_text(a, NULL)), 0, &b, NULL), FG_OK);
         json_object *stripped = fg_transform_strip(NULL, a);
-        json_object *kept = fg_transform_keep(stripped, fg_transform_pod_paths);
-        json_object *pruned = fg_transform_pod(NULL, b);
+        json_object *kept = oracle_keep(stripped, fg_transform_pod_paths);
+        json_object *pruned = fg_transform_keep(pod_fields(), b);
         assert_true(json_object_equal(kept, pruned));
         json_object_put(stripped);
         json_object_put(kept);
@@ -162,7 +266,7 @@ static void test_pod_prune_equals_keep(void **state)
         json_object_put(b);
     }
     json_object *scalar = json_object_new_int(3);
-    assert_null(fg_transform_pod(NULL, scalar)); /* a non-object is rejected, not pruned */
+    assert_null(fg_transform_keep(pod_fields(), scalar)); /* a non-object is rejected, not pruned */
     json_object_put(scalar);
 }
 
@@ -174,7 +278,7 @@ static json_object *reject_odd(void *ud, json_object *obj)
     const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
     if (name[strlen(name) - 1] % 2)
         return NULL;
-    return fg_transform_pod(NULL, obj);
+    return fg_transform_keep(pod_fields(), obj);
 }
 
 static void test_rejecting_transform(void **state)
@@ -228,5 +332,7 @@ int main(void)
         cmocka_unit_test(test_pod_prune_equals_keep),
         cmocka_unit_test(test_rejecting_transform),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    fg_fieldset_free(pod_fields());
+    return failed;
 }

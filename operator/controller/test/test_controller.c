@@ -242,6 +242,33 @@ static void stop_waits_for_in_flight_and_queued_keys(void **state)
     fg_controller_free(c);
 }
 
+static void cancel_waits_only_for_in_flight_keys(void **state)
+{
+    (void)state;
+    atomic_store(&fx.slow_ms[3], 300);
+    struct fg_controller *c = new_controller(1);
+    assert_int_equal(fg_controller_enqueue(c, "ns/3"), FG_OK);
+    struct fg_controller_metrics m = { 0 };
+    for (unsigned ms = 0; ms < WAIT_LIMIT_MS && m.busy_workers == 0; ms++) {
+        sleep_ms(1);
+        fg_controller_metrics_get(c, &m);
+    }
+    assert_int_equal(m.busy_workers, 1);
+    assert_int_equal(fg_controller_enqueue(c, "ns/4"), FG_OK);
+    assert_int_equal(fg_controller_enqueue(c, "ns/3"), FG_OK);   /* dirty while in flight */
+    fg_controller_cancel(c);
+    /* The running reconcile finished; the queued key and the re-queue of the running one were dropped. */
+    assert_int_equal(atomic_load(&fx.finished[3]), 1);
+    assert_int_equal(atomic_load(&fx.calls[3]), 1);
+    assert_int_equal(atomic_load(&fx.calls[4]), 0);
+    fg_controller_metrics_get(c, &m);
+    assert_int_equal(m.busy_workers, 0);
+    assert_int_equal(m.queue_depth, 0);
+    assert_int_equal(fg_controller_enqueue(c, "ns/5"), FG_E_SHUTDOWN);
+    fg_controller_stop(c);
+    fg_controller_free(c);
+}
+
 /* Producers hammer a few keys while six workers reconcile them: never two at once per key, and
  * every key's last reconcile starts after its last add. */
 enum { STRESS_PRODUCERS = 2, STRESS_ADDS = 5000 };
@@ -333,6 +360,7 @@ int main(void)
         T(error_path_backs_off_logs_and_forgets),
         T(requeue_after_forgets_and_comes_back),
         T(stop_waits_for_in_flight_and_queued_keys),
+        T(cancel_waits_only_for_in_flight_keys),
         T(stress_one_key_never_reconciled_twice_at_once),
         T(bad_options_and_keys_are_rejected),
     };

@@ -225,6 +225,26 @@ static void drain_of_idle_queue_returns_at_once(void **state)
     assert_int_equal(fg_workqueue_shut_down_with_drain(q, 5 * 1000000000ull), FG_OK);
 }
 
+static void discard_drops_what_no_worker_holds(void **state)
+{
+    struct fg_workqueue *q = *state;
+    add_ok(q, "ns/held");
+    get_expect(q, "ns/held");
+    add_ok(q, "ns/held");      /* dirty again while processing: done() would queue it */
+    add_ok(q, "ns/a");
+    add_ok(q, "ns/b");
+    assert_int_equal(fg_workqueue_add_after(q, "ns/later", 1000000ull), FG_OK);
+    fg_workqueue_shut_down_discard(q);
+    char *key = NULL;
+    assert_int_equal(fg_workqueue_get(q, &key), FG_E_SHUTDOWN);
+    assert_int_equal(fg_workqueue_done(q, "ns/held"), FG_OK);
+    assert_int_equal(fg_workqueue_get(q, &key), FG_E_SHUTDOWN);
+    assert_null(key);
+    assert_int_equal(fg_workqueue_len(q), 0);
+    assert_int_equal(fg_workqueue_add(q, "ns/c"), FG_E_SHUTDOWN);
+    assert_int_equal(fg_workqueue_shut_down_with_drain(q, 1000000000ull), FG_OK);
+}
+
 /* Stress: producers add a few hot keys as fast as they can while workers process them; a worker
  * that is handed a key another worker still holds counts a violation. Every key added must also
  * be processed after its last add (nothing lost). */
@@ -311,6 +331,7 @@ int main(void)
         T(shutdown_hands_out_queued_keys_then_refuses),
         T(drain_waits_for_processing_keys),
         T(drain_of_idle_queue_returns_at_once),
+        T(discard_drops_what_no_worker_holds),
         T(stress_never_two_workers_on_one_key),
     };
 #undef T
