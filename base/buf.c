@@ -143,3 +143,16 @@ out_close:
     fclose(f);
     return err;
 }
+
+bool fg_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+    static const char *const no[] = { "0", "f", "F", "FALSE", "false", "False" };
+    for (size_t i = 0; s && i < sizeof yes / sizeof yes[0]; i++) {
+        if (!strcmp(s, yes[i]) || !strcmp(s, no[i])) {
+            *out = !strcmp(s, yes[i]);
+            return true;
+        }
+    }
+    return false;
+}

@@ -44,6 +44,9 @@ bool fg_str_has_prefix(const char *s, const char *prefix);
 bool fg_str_has_suffix(const char *s, const char *suffix);
 /* Equal, treating NULL as equal only to NULL. */
 bool fg_str_eq(const char *a, const char *b);
+/* Go's strconv.ParseBool, which Kubernetes uses for boolean flags and query parameters: 1 t T TRUE
+ * true True and 0 f F FALSE false False; false (and *out untouched) for anything else. */
+bool fg_parse_bool(const char *s, bool *out);
 
 /* Reads a whole file into b (appending). FG_E_IO with errno text in errmsg; FG_E_TOO_BIG past b->limit. */
 enum fg_err fg_buf_read_file(struct fg_buf *b, const char *path, char *errmsg) FG_MUST_USE;

@@ -12,7 +12,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "exporter/metrics.h"
+#include "exporter/exposition.h"
 #include "exporter/nvml.h"
 #include "exporter/sample.h"
 #include "exporter/usage.h"
@@ -103,7 +103,7 @@ void fg_exporter_sample(struct fg_exporter *e)
 
     struct fg_buf b;
     fg_buf_init(&b, 0);
-    fg_metrics_render(&b, e->opts.node, ok ? &smp : NULL, ok ? &u : NULL, e->opts.dcgm_aliases, h);
+    fg_exposition_render(&b, e->opts.node, ok ? &smp : NULL, ok ? &u : NULL, e->opts.dcgm_aliases, h);
     char *text = fg_buf_take(&b);
     fg_usage_cleanup(&u);
     fg_sample_cleanup(&smp);
@@ -133,7 +133,7 @@ struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct 
     pthread_condattr_destroy(&ca);
     struct fg_buf b;
     fg_buf_init(&b, 0);
-    fg_metrics_render(&b, e->opts.node, NULL, NULL, false, &e->health);
+    fg_exposition_render(&b, e->opts.node, NULL, NULL, false, &e->health);
     e->text = fg_buf_take(&b);
     return e;
 }
@@ -168,17 +168,24 @@ enum fg_err fg_exporter_start(struct fg_exporter *e, char *errmsg)
     return FG_OK;
 }
 
+void fg_exporter_stop(struct fg_exporter *e)
+{
+    if (!e->running)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->stopping = true;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->thread, NULL);
+    e->running = false;
+    e->stopping = false;
+}
+
 void fg_exporter_free(struct fg_exporter *e)
 {
     if (!e)
         return;
-    if (e->running) {
-        pthread_mutex_lock(&e->mu);
-        e->stopping = true;
-        pthread_cond_signal(&e->cv);
-        pthread_mutex_unlock(&e->mu);
-        pthread_join(e->thread, NULL);
-    }
+    fg_exporter_stop(e);
     fg_sampler_cleanup(&e->sampler);
     fg_nvml_close(&e->nv);
     pthread_cond_destroy(&e->cv);
@@ -193,24 +200,4 @@ void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out)
     enum fg_err err = fg_buf_puts(out, e->text);   /* fails only past a limit the caller set */
     (void)err;
     pthread_mutex_unlock(&e->mu);
-}
-
-enum fg_err fg_exporter_parse_duration(const char *s, uint64_t *ns)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || v == 0 || *s == '-' || *s == '+')
-        return FG_E_INVAL;
-    static const struct { const char *unit; uint64_t ns; } units[] = {
-        { "ms", FG_NS_PER_MS }, { "s", FG_NS_PER_S }, { "m", 60 * FG_NS_PER_S }, { "h", 3600 * FG_NS_PER_S },
-    };
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].unit) == 0) {
-            if (v > UINT64_MAX / units[i].ns)
-                return FG_E_INVAL;
-            *ns = v * units[i].ns;
-            return FG_OK;
-        }
-    return FG_E_INVAL;
 }

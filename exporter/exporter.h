@@ -11,6 +11,10 @@
  * 0), a log line when the condition starts or changes, one when it clears, and a new attempt every
  * interval.
  *
+ * On the node agent, fg_exporter_setup declares it on the manager: this node's pods (pods.h), the
+ * sampler as a runnable of every replica, and the published exposition as a collector of the
+ * manager's metrics registry, so /metrics serves it after the process's own families.
+ *
  * Ownership: the exporter owns its NVML handle, sampler and texts, and borrows `pods` (may be NULL)
  * and the option strings, which must outlive it.
  */
@@ -23,6 +27,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "exporter/pods.h"
+#include "operator/manager/manager.h"
 
 struct fg_exporter_opts {
     const char *node;          /* required */
@@ -41,10 +46,12 @@ void fg_exporter_free(struct fg_exporter *e);
 void fg_exporter_sample(struct fg_exporter *e);
 /* Takes a first sample, then starts the sampler thread. */
 enum fg_err fg_exporter_start(struct fg_exporter *e, char *errmsg) FG_MUST_USE;
+/* Stops the sampler thread, if running; it may be started again. */
+void fg_exporter_stop(struct fg_exporter *e);
 /* Appends the published exposition to out. Any thread. */
 void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out);
 
-/* Parses "250ms", "10s", "1m", "1h" (a positive integer and a unit). */
-enum fg_err fg_exporter_parse_duration(const char *s, uint64_t *ns) FG_MUST_USE;
+/* Declares the exporter on m (see above); opts' strings must outlive m. errmsg says what failed. */
+enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, char *errmsg) FG_MUST_USE;
 
 #endif

@@ -1,41 +1,24 @@
 /* pods — this node's pods by UID, from an informer; see pods.h. */
 #include "exporter/pods.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/json.h"
-#include "base/log.h"
 #include "base/mem.h"
-#include "operator/cache/informer.h"
-#include "operator/cache/kube_listwatch.h"
-#include "operator/cache/transform.h"
 #include "operator/kube/resource.h"
 
-#define FG_PODS_START_TIMEOUT_S 10
-
 struct fg_pods {
-    struct fg_kube_loop *loop;
     struct fg_informer *inf;
-    char *selector;
 };
 
-static const char *const kept_paths[] = {
-    "metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+static const char *const fields[] = {
     "spec.nodeName", "status.containerStatuses[].name", "status.containerStatuses[].containerID",
     "status.initContainerStatuses[].name", "status.initContainerStatuses[].containerID",
     "status.ephemeralContainerStatuses[].name", "status.ephemeralContainerStatuses[].containerID",
     NULL,
 };
-
-static json_object *transform(void *ud, json_object *obj)
-{
-    (void)ud;
-    return fg_transform_keep(obj, kept_paths);
-}
 
 static size_t index_uid(void *ud, json_object *obj, const char **values, size_t max)
 {
@@ -47,107 +30,29 @@ static size_t index_uid(void *ud, json_object *obj, const char **values, size_t 
     return 1;
 }
 
-/* Runs fn on the loop thread and waits for it, at most FG_PODS_START_TIMEOUT_S. */
-struct on_loop {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool done;
-    struct fg_pods *p;
-    enum fg_err err;
-};
-
-static void start_on_loop(void *ud)
+enum fg_err fg_pods_setup(struct fg_manager *m, const char *node, struct fg_pods **out, char *errmsg)
 {
-    struct on_loop *c = ud;
-    struct fg_pods *p = c->p;
-    struct fg_kube_listwatch_opts lwo = FG_KUBE_LISTWATCH_OPTS_DEFAULT;
-    lwo.field_selector = p->selector;
-    lwo.cut_managed_fields = true;
-    struct fg_informer_opts io = FG_INFORMER_OPTS_DEFAULT;
-    io.reflector.transform = transform;
-    p->inf = fg_informer_new(fg_kube_listwatch_new(p->loop, &fg_kube_pods, NULL, &lwo), &io);
-    enum fg_err err = fg_store_add_indexer(fg_informer_store(p->inf), "uid", index_uid, NULL);
-    if (err == FG_OK)
-        err = fg_informer_start(p->inf);
-    pthread_mutex_lock(&c->mu);
-    c->err = err;
-    c->done = true;
-    pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-static void stop_on_loop(void *ud)
-{
-    struct on_loop *c = ud;
-    fg_informer_free(c->p->inf);
-    c->p->inf = NULL;
-    pthread_mutex_lock(&c->mu);
-    c->done = true;
-    pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-static enum fg_err run_on_loop(struct fg_kube_loop *loop, void (*fn)(void *), struct on_loop *c)
-{
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
-    fg_kube_loop_call(loop, fn, c);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += FG_PODS_START_TIMEOUT_S;
-    pthread_mutex_lock(&c->mu);
-    while (!c->done)
-        if (pthread_cond_timedwait(&c->cv, &c->mu, &deadline))
-            break;
-    bool done = c->done;
-    pthread_mutex_unlock(&c->mu);
-    if (!done)
-        return FG_E_TIMEOUT;   /* c stays referenced by the loop's queue: the caller must not free it */
-    pthread_cond_destroy(&c->cv);
-    pthread_mutex_destroy(&c->mu);
-    return c->err;
-}
-
-enum fg_err fg_pods_start(struct fg_kube_loop *loop, const char *node, struct fg_pods **out, char *errmsg)
-{
+    struct fg_informer_factory *f = fg_manager_informers(m);
+    char *selector = fg_asprintf("spec.nodeName=%s", node);
+    struct fg_informer *inf;
+    enum fg_err err = fg_informer_factory_get(
+        f, &(struct fg_informer_want){ .resource = &fg_kube_pods, .field_selector = selector, .fields = fields }, &inf,
+        errmsg);
+    free(selector);
+    if (!err && (err = fg_informer_factory_index(f, inf, "uid", index_uid, NULL)))
+        fg_errmsg(errmsg, err, "cannot index this node's pods by UID");
+    if (err)
+        return err;
     struct fg_pods *p = fg_calloc(1, sizeof *p);
-    p->loop = loop;
-    p->selector = fg_asprintf("spec.nodeName=%s", node);
-    struct on_loop *c = fg_calloc(1, sizeof *c);
-    c->p = p;
-    enum fg_err err = run_on_loop(loop, start_on_loop, c);
-    if (err == FG_E_TIMEOUT)
-        return fg_errmsg(errmsg, err, "the kube loop did not start the pod informer within %d s",
-                         FG_PODS_START_TIMEOUT_S);   /* c and p are leaked to the stuck loop on purpose */
-    free(c);
-    if (err) {
-        fg_pods_stop(p);
-        return fg_errmsg(errmsg, err, "cannot start the pod informer: %s", fg_err_str(err));
-    }
+    p->inf = inf;
+    fg_manager_on_free(m, free, p);
     *out = p;
     return FG_OK;
 }
 
-void fg_pods_stop(struct fg_pods *p)
-{
-    if (!p)
-        return;
-    if (p->inf) {
-        struct on_loop *c = fg_calloc(1, sizeof *c);
-        c->p = p;
-        if (run_on_loop(p->loop, stop_on_loop, c) == FG_E_TIMEOUT) {
-            fg_log(FG_LOG_ERROR, "exporter", "the kube loop did not stop the pod informer in time");
-            return;
-        }
-        free(c);
-    }
-    free(p->selector);
-    free(p);
-}
-
 bool fg_pods_synced(const struct fg_pods *p)
 {
-    return p && p->inf && fg_informer_has_synced(p->inf);
+    return p && fg_informer_has_synced(p->inf);
 }
 
 /* The name of the container whose status carries this ID, in any of the three status lists. */
@@ -177,7 +82,7 @@ static void container_name(json_object *pod, const char *cid, char *out, size_t 
 bool fg_pods_lookup(struct fg_pods *p, const char *uid, const char *container_id, struct fg_pod_ref *out)
 {
     memset(out, 0, sizeof *out);
-    if (!p || !p->inf || !uid || !uid[0])
+    if (!p || !uid || !uid[0])
         return false;
     struct fg_kobj_list l = { NULL, 0 };
     if (fg_store_by_index(fg_informer_store(p->inf), "uid", uid, &l) != FG_OK || l.n == 0) {

@@ -1,33 +1,58 @@
 /*
- * fracgpu — the one binary of the product; every role is a subcommand.
+ * fracgpu — the one binary of the product; every role is a subcommand, and this is the only file
+ * that names them all.
  *
- * The table below is the whole dispatch: a subcommand is a name, a one-line summary and an entry
- * point `int fn(int argc, char **argv)` (argv[0] is the subcommand's name) returning the exit status.
- * Roles live in their own modules and only their entry points are named here.
+ * A role is an entry point `int fn(int argc, char **argv)` (argv[0] is the role's name) returning the
+ * exit status: 0 after a clean run or --help, 1 when it could not start, 2 for bad usage. The roles
+ * that run against a cluster are each a list of setup calls on a manager (operator/manager), in the
+ * role's own file.
  */
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+#include <openssl/opensslv.h>
 #include <stdio.h>
 #include <string.h>
+#include <yaml.h>
 
-#include "operator/commands.h"
+#include "nodeagent/cmd_node_agent.h"
+#include "operator/cmd_operator.h"
+#include "scheduler/cmd_replay.h"
 
-struct command {
+static int cmd_version(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: fracgpu version\n\nPrints the release and the libraries it was built against.\n");
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "fracgpu version: unexpected argument \"%s\"\n", argv[1]);
+        return 2;
+    }
+    printf("fracgpu %s (libcurl %s, json-c %s, libyaml %s, %s, libevent %s)\n", FG_VERSION,
+           curl_version_info(CURLVERSION_NOW)->version, json_c_version(), yaml_get_version_string(),
+           OPENSSL_VERSION_TEXT, event_get_version());
+    return 0;
+}
+
+struct role {
     const char *name;
     const char *summary;
     int (*run)(int argc, char **argv);
 };
 
-static const struct command commands[] = {
-    { "version", "print the fracgpu version", fg_cmd_version },
-    { "exporter", "serve per-pod GPU compute and memory as Prometheus metrics (node agent)", fg_cmd_exporter },
-    { "operator", "run the operator: informers, policy reconciler, health and metrics", fg_cmd_operator },
+static const struct role roles[] = {
+    { "operator", "the control plane: GPU policies and workloads, leader-elected among replicas", fg_cmd_operator },
+    { "node-agent", "one per GPU node: per-pod GPU compute and memory as Prometheus metrics", fg_cmd_node_agent },
     { "replay", "replay a GPU trace through the scheduler (placement experiment)", fg_cmd_replay },
+    { "version", "print the fracgpu version", cmd_version },
 };
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: fracgpu <command> [options]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "usage: fracgpu <command> [options]    (fracgpu <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        fprintf(out, "  %-12s %s\n", roles[i].name, roles[i].summary);
 }
 
 int main(int argc, char **argv)
@@ -40,9 +65,11 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "--version"))
+        return cmd_version(1, argv + 1);
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (!strcmp(argv[1], roles[i].name))
+            return roles[i].run(argc - 1, argv + 1);
     fprintf(stderr, "fracgpu: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

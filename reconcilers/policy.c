@@ -9,8 +9,10 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/mem.h"
 #include "crds/builtin.h"
 #include "crds/gpuworkload.h"
+#include "operator/manager/controllers.h"
 #include "reconcilers/policy_status.h"
 
 #define COMPONENT "policy-reconciler"
@@ -57,7 +59,7 @@ static enum fg_err create_builtin(struct fg_policy_reconciler *r, const struct f
     }
     if (err)
         return log_failure("creating the built-in policy", b->name, err, &st);
-    atomic_fetch_add(&r->created, 1);
+    fg_counter_add(r->created, 1);
     fg_log_obj(FG_LOG_INFO, COMPONENT, "GPUPolicy", NULL, b->name, "created built-in policy");
     return FG_OK;
 }
@@ -85,7 +87,7 @@ static enum fg_err upgrade_builtin(struct fg_policy_reconciler *r, const struct 
     }
     if (err)
         return log_failure("upgrading the built-in policy", b->name, err, &st);
-    atomic_fetch_add(&r->upgraded, 1);
+    fg_counter_add(r->upgraded, 1);
     fg_log_obj(FG_LOG_INFO, COMPONENT, "GPUPolicy", NULL, b->name, "upgraded built-in policy to defaults version %d",
                FG_BUILTIN_DEFAULTS_VERSION);
     return FG_OK;
@@ -115,7 +117,7 @@ static enum fg_err write_status(struct fg_policy_reconciler *r, const char *name
     } else if (err) {
         err = log_failure("writing the status", name, err, &st);
     } else {
-        atomic_fetch_add(&r->status_writes, 1);
+        fg_counter_add(r->status_writes, 1);
         fg_log_obj(valid ? FG_LOG_INFO : FG_LOG_WARN, COMPONENT, "GPUPolicy", NULL, name,
                    "status written: %s, used by %zu workloads", valid ? "ready" : "invalid", workloads);
     }
@@ -149,4 +151,68 @@ struct fg_reconcile_result fg_policy_reconcile(void *ud, const char *key)
         err = write_status(r, key, policy, workloads);
     json_object_put(policy);
     return fg_reconcile_error(err);
+}
+
+/* ---- what the controller watches ---- */
+
+/* The GPUWorkload fields this reconciler reads (fg_gpuworkload_policy_get). */
+static const char *const workload_fields[] = { "spec.policy", "status.policy", "status.detectedClass", NULL };
+
+/* A workload maps to the policy it uses. */
+static void map_workload(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    (void)ud;
+    json_object *workload = NULL;
+    if (fg_kobj_parse(obj, &workload, NULL) != FG_OK)
+        return;
+    const char *policy = fg_gpuworkload_policy_get(workload);
+    if (policy)
+        fg_keys_add(out, policy);
+    json_object_put(workload);
+}
+
+/* The built-ins that must exist are reconciled at every start, cached or not. */
+static void seed_builtins(void *ud, struct fg_keys *out)
+{
+    (void)ud;
+    for (size_t i = 0; i < fg_builtin_policies_count; i++)
+        if (fg_builtin_policies[i].always)
+            fg_keys_add(out, fg_builtin_policies[i].name);
+}
+
+enum fg_err fg_policy_reconciler_setup(struct fg_manager *m, unsigned workers, char *errmsg)
+{
+    struct fg_informer_factory *f = fg_manager_informers(m);
+    struct fg_informer *policies, *workloads;
+    /* Policies are few and may be written back whole (upgrades): cache them whole. */
+    enum fg_err err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_crd_gpupolicies },
+                                              &policies, errmsg);
+    if (!err)
+        err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_crd_gpuworkloads,
+                                                                     .fields = workload_fields },
+                                      &workloads, errmsg);
+    if (!err && (err = fg_informer_factory_index(f, workloads, FG_POLICY_INDEX, fg_policy_index_workload, NULL)))
+        fg_errmsg(errmsg, err, "cannot index GPUWorkloads by policy");
+    if (err)
+        return err;
+
+    struct fg_policy_reconciler *r = fg_calloc(1, sizeof *r);
+    fg_manager_on_free(m, free, r);
+    struct fg_metrics *reg = fg_manager_metrics(m);
+    r->client = fg_manager_client(m);
+    r->policies = fg_informer_store(policies);
+    r->workloads = fg_informer_store(workloads);
+    r->created = fg_metrics_counter(reg, "fracgpu_builtin_policies_created_total", "Built-in policies created.", NULL);
+    r->upgraded = fg_metrics_counter(reg, "fracgpu_builtin_policies_upgraded_total",
+                                     "Unedited built-in policies upgraded to new defaults.", NULL);
+    r->status_writes = fg_metrics_counter(reg, "fracgpu_policy_status_writes_total", "GPUPolicy status updates written.",
+                                          NULL);
+    struct fg_manager_controller *c;
+    struct fg_controller_spec spec = { .name = "gpupolicy", .kind = "GPUPolicy", .workers = workers,
+                                       .reconcile = fg_policy_reconcile, .ud = r, .primary = policies,
+                                       .seed = seed_builtins };
+    err = fg_manager_controller(m, &spec, &c, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, workloads, map_workload, NULL, errmsg);
+    return err;
 }

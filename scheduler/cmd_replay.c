@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "base/mem.h"
-#include "operator/commands.h"
+#include "scheduler/cmd_replay.h"
 #include "scheduler/policy.h"
 #include "scheduler/replay.h"
 
@@ -28,14 +28,15 @@ struct replay_args {
     bool json;
 };
 
-static int usage(void)
+/* Prints the usage to out; returns the exit status that goes with it. */
+static int usage(FILE *out, int status)
 {
-    fprintf(stderr, "usage: fracgpu replay --nodes NODES.csv --pods PODS.csv --policy NAME "
-                    "(--seed S | --seeds A-B) [--tune 1.3] [--json]\npolicies:");
+    fprintf(out, "usage: fracgpu replay --nodes NODES.csv --pods PODS.csv --policy NAME "
+                 "(--seed S | --seeds A-B) [--tune 1.3] [--json]\npolicies:");
     for (size_t i = 0; fg_sched_policy_names[i]; i++)
-        fprintf(stderr, " %s", fg_sched_policy_names[i]);
-    fprintf(stderr, "\n");
-    return 2;
+        fprintf(out, " %s", fg_sched_policy_names[i]);
+    fprintf(out, "\n");
+    return status;
 }
 
 static bool parse_args(int argc, char **argv, struct replay_args *a)
@@ -131,8 +132,10 @@ static void print_row(const struct replay_args *a, const char *trace, const char
 int fg_cmd_replay(int argc, char **argv)
 {
     struct replay_args a;
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+        return usage(stdout, 0);
     if (!parse_args(argc, argv, &a))
-        return usage();
+        return usage(stderr, 2);
     char errmsg[FG_ERRMSG_MAX] = "";
     struct fg_sched_trace t;
     fg_sched_trace_init(&t);

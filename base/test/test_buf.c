@@ -103,6 +103,28 @@ static void read_file_reports_missing_and_oversized(void **state)
     unlink(path);
 }
 
+static void parse_bool_as_go_does(void **state)
+{
+    (void)state;
+    const char *yes[] = { "1", "t", "T", "TRUE", "true", "True" };
+    const char *no[] = { "0", "f", "F", "FALSE", "false", "False" };
+    for (size_t i = 0; i < 6; i++) {
+        bool v = false;
+        assert_true(fg_parse_bool(yes[i], &v));
+        assert_true(v);
+        assert_true(fg_parse_bool(no[i], &v));
+        assert_false(v);
+    }
+    const char *bad[] = { "", "yes", "on", "tRUE", "2", " true", "true ", "falsey", NULL };
+    for (size_t i = 0; bad[i]; i++) {
+        bool v = true;
+        assert_false(fg_parse_bool(bad[i], &v));
+        assert_true(v);   /* untouched */
+    }
+    bool v = true;
+    assert_false(fg_parse_bool(NULL, &v));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -112,6 +134,7 @@ int main(void)
         cmocka_unit_test(consume_and_take),
         cmocka_unit_test(string_helpers),
         cmocka_unit_test(read_file_reports_missing_and_oversized),
+        cmocka_unit_test(parse_bool_as_go_does),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

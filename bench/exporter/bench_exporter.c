@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     char proc_root[96], log_path[128];
     snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
     snprintf(log_path, sizeof log_path, "%s/exporter.log", dir);
-    char *const xargv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig, "--nvml-lib",
+    char *const xargv[] = { FG_FRACGPU, "node-agent", "--node-name", NODE, "--kubeconfig", h.kubeconfig, "--nvml-lib",
                             FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0", "--interval", "1s",
                             NULL };
     /* as the image (Dockerfile) runs it: GnuTLS, loaded only as a dependency of libcurl's LDAP and RTMP

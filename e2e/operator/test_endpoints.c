@@ -1,10 +1,12 @@
 /*
- * The operator's own endpoints, with the operator started in-process against the test API server
- * before the fracgpu CRDs are installed: /healthz answers at once, /readyz says 503 because the
- * informers cannot list, /metrics counts the failed lists and stays well-formed Prometheus text.
- * Anything but GET/HEAD is refused (evhttp answers 501). Then the CRDs are applied with kubectl: the
- * informers recover on their own, /readyz turns 200, the four built-ins are created and get one
- * status write each — and no more: an unchanged status is not rewritten. A clean stop follows.
+ * The operator's manager and endpoints, started in-process (the operator role's setup calls on a
+ * manager, with leader election) against the test API server before the fracgpu CRDs are installed:
+ * /healthz answers at once, /readyz says 503 naming the informers that cannot list, /metrics counts
+ * the failed lists and stays well-formed Prometheus text, and although this replica leads nothing is
+ * reconciled before the caches sync. Anything but GET/HEAD is refused (evhttp answers 501). Then the
+ * CRDs are applied with kubectl: the informers recover on their own, /readyz turns 200, the four
+ * built-ins are created and get one status write each — and no more: an unchanged status is not
+ * rewritten. A clean stop releases the Lease.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,10 +21,12 @@
 #include <curl/curl.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "e2e/operator/kubectl.h"
 #include "e2e/tests/harness.h"
-#include "operator/run/operator.h"
+#include "operator/manager/manager.h"
+#include "reconcilers/policy.h"
 
 static size_t collect(char *data, size_t size, size_t n, void *ud)
 {
@@ -48,12 +52,17 @@ static long http_get(unsigned port, const char *path, const char *method, struct
     return code;
 }
 
-/* The value of the first sample line starting with `prefix`, or -1. */
+/* The value of the first sample line starting with `prefix` (a whole name and label set, or a prefix
+ * of the labels ending in '='), or -1. */
 static long long sample(const char *text, const char *prefix)
 {
-    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (!strncmp(line, prefix, strlen(prefix)) && line[strlen(prefix)] == ' ')
-            return atoll(line + strlen(prefix) + 1);
+    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, prefix, strlen(prefix)))
+            continue;
+        const char *value = line[strlen(prefix)] == ' ' ? line + strlen(prefix) : strchr(line, ' ');
+        if (value && (line[strlen(prefix)] == ' ' || prefix[strlen(prefix) - 1] == '='))
+            return atoll(value + 1);
+    }
     return -1;
 }
 
@@ -64,41 +73,53 @@ static void test_endpoints_before_and_after_crds(void **state)
     char msg[FG_ERRMSG_MAX] = "";
     if (fg_harness_start(&h, NULL, msg) != FG_OK)
         fail_msg("harness: %s", msg);
-    struct fg_operator op;
-    struct fg_operator_opts opts = { .kubeconfig = h.kubeconfig, .listen_host = "127.0.0.1", .workers = 2 };
-    if (fg_operator_start(&op, &opts, msg) != FG_OK)
+    assert_int_equal(fg_harness_namespace(&h, "fracgpu-system"), FG_OK);
+    struct fg_manager_opts opts = FG_MANAGER_OPTS_DEFAULT;
+    opts.component = "operator";
+    opts.kubeconfig = h.kubeconfig;
+    opts.listen = "127.0.0.1:0";
+    opts.leader.lease_duration_ns = 2 * FG_NS_PER_S;
+    opts.leader.renew_deadline_ns = 1500 * FG_NS_PER_MS;
+    opts.leader.retry_period_ns = 200 * FG_NS_PER_MS;
+    struct fg_manager *op;
+    if (fg_manager_new(&opts, &op, msg) != FG_OK || fg_policy_reconciler_setup(op, 2, msg) != FG_OK ||
+        fg_manager_start(op, msg) != FG_OK)
         fail_msg("operator: %s", msg);
-    assert_true(op.http_port > 0);
+    unsigned port = fg_manager_http_port(op);
+    assert_true(port > 0);
 
     struct fg_buf body = FG_BUF_INIT;
-    assert_int_equal(http_get(op.http_port, "/healthz", "GET", &body), 200);
+    assert_int_equal(http_get(port, "/healthz", "GET", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
-    assert_int_equal(http_get(op.http_port, "/readyz", "GET", &body), 503);
-    assert_int_equal(http_get(op.http_port, "/nope", "GET", &body), 404);
-    assert_int_equal(http_get(op.http_port, "/metrics", "POST", &body), 501);   /* evhttp: method not allowed */
+    assert_int_equal(http_get(port, "/readyz", "GET", &body), 503);
+    assert_non_null(strstr(fg_buf_str(&body), "[-]informers failed: "));
+    assert_non_null(strstr(fg_buf_str(&body), "readyz check failed\n"));
+    assert_int_equal(http_get(port, "/nope", "GET", &body), 404);
+    assert_int_equal(http_get(port, "/metrics", "POST", &body), 501);   /* evhttp: method not allowed */
 
     /* The lists fail (no such resource yet) and are retried with backoff: the counter shows it. */
-    long long restarts = 0;
-    for (int i = 0; i < 100 && restarts < 2; i++) {
-        fg_operator_tick(&op);
-        assert_int_equal(http_get(op.http_port, "/metrics", "GET", &body), 200);
-        restarts = sample(fg_buf_str(&body), "fracgpu_operator_watch_restarts_total{resource=\"gpupolicies\"}");
-        if (restarts < 2) {
+    long long restarts = 0, leading = 0;
+    for (int i = 0; i < 200 && (restarts < 2 || leading < 1); i++) {
+        assert_int_equal(http_get(port, "/metrics", "GET", &body), 200);
+        restarts = sample(fg_buf_str(&body), "fracgpu_informer_watch_restarts_total{resource=\"gpupolicies\"}");
+        leading = sample(fg_buf_str(&body), "fracgpu_leader{lease=\"operator\",identity=");
+        if (restarts < 2 || leading < 1) {
             struct timespec ts = { 0, 50 * 1000 * 1000 };
             nanosleep(&ts, NULL);
         }
     }
     assert_true(restarts >= 2);
+    assert_true(fg_manager_is_leader(op));
     const char *m = fg_buf_str(&body);
-    assert_int_equal(sample(m, "fracgpu_operator_informer_synced{resource=\"gpuworkloads\"}"), 0);
-    assert_int_equal(sample(m, "fracgpu_operator_reconciles_total{controller=\"gpupolicy\"}"), 0);
-    assert_int_equal(sample(m, "fracgpu_operator_queue_depth{controller=\"gpupolicy\"}"), 0);
-    assert_int_equal(sample(m, "fracgpu_operator_builtin_policies_created_total"), 0);
-    assert_non_null(strstr(m, "# TYPE fracgpu_operator_reconciles_total counter\n"));
-    assert_non_null(strstr(m, "# TYPE fracgpu_operator_queue_depth gauge\n"));
-    /* Not ready: nothing may have been enqueued by the ticks. */
-    assert_false(fg_operator_ready(&op));
-    assert_false(op.builtins_enqueued);
+    assert_int_equal(sample(m, "fracgpu_informer_synced{resource=\"gpuworkloads\"}"), 0);
+    /* It leads, but reconciles nothing before the caches have synced. */
+    assert_int_equal(sample(m, "fracgpu_reconcile_total{controller=\"gpupolicy\",result=\"success\"}"), 0);
+    assert_int_equal(sample(m, "fracgpu_workqueue_depth{controller=\"gpupolicy\"}"), 0);
+    assert_int_equal(sample(m, "fracgpu_builtin_policies_created_total"), 0);
+    assert_non_null(strstr(m, "# TYPE fracgpu_reconcile_total counter\n"));
+    assert_non_null(strstr(m, "# TYPE fracgpu_reconcile_duration_seconds histogram\n"));
+    assert_non_null(strstr(m, "# TYPE fracgpu_workqueue_depth gauge\n"));
+    assert_non_null(strstr(m, "# TYPE process_resident_memory_bytes gauge\n"));
 
     /* Now install the CRDs: the informers' retries find them (backoff is capped, the wait bounded). */
     char kdir[] = "/tmp/fg-e2e-endpoints-XXXXXX";   /* kubectl's files; the harness's directory stays its own */
@@ -111,10 +132,9 @@ static void test_endpoints_before_and_after_crds(void **state)
         fail_msg("kubectl apply -k crds: %s", fg_buf_str(&body));
     long long created = 0, writes = 0;
     for (int i = 0; i < 900 && (created < 4 || writes < 4); i++) {
-        fg_operator_tick(&op);
-        assert_int_equal(http_get(op.http_port, "/metrics", "GET", &body), 200);
-        created = sample(fg_buf_str(&body), "fracgpu_operator_builtin_policies_created_total");
-        writes = sample(fg_buf_str(&body), "fracgpu_operator_policy_status_writes_total");
+        assert_int_equal(http_get(port, "/metrics", "GET", &body), 200);
+        created = sample(fg_buf_str(&body), "fracgpu_builtin_policies_created_total");
+        writes = sample(fg_buf_str(&body), "fracgpu_policy_status_writes_total");
         if (created < 4 || writes < 4) {
             struct timespec ts = { 0, 50 * 1000 * 1000 };
             nanosleep(&ts, NULL);
@@ -122,23 +142,33 @@ static void test_endpoints_before_and_after_crds(void **state)
     }
     assert_int_equal(created, 4);
     assert_int_equal(writes, 4);
-    assert_true(fg_operator_ready(&op));
-    assert_int_equal(http_get(op.http_port, "/readyz", "GET", &body), 200);
+    assert_int_equal(http_get(port, "/readyz", "GET", &body), 200);
+    assert_string_equal(fg_buf_str(&body), "ok\n");
+    assert_int_equal(http_get(port, "/readyz?verbose", "GET", &body), 200);
+    assert_string_equal(fg_buf_str(&body), "[+]informers ok\nreadyz check passed\n");
     /* Settled: a second later nothing was rewritten, nothing failed, nothing waits. */
     struct timespec second = { 1, 0 };
     nanosleep(&second, NULL);
-    assert_int_equal(http_get(op.http_port, "/metrics", "GET", &body), 200);
+    assert_int_equal(http_get(port, "/metrics", "GET", &body), 200);
     m = fg_buf_str(&body);
-    assert_int_equal(sample(m, "fracgpu_operator_policy_status_writes_total"), 4);
-    assert_int_equal(sample(m, "fracgpu_operator_builtin_policies_created_total"), 4);
-    assert_int_equal(sample(m, "fracgpu_operator_reconcile_errors_total{controller=\"gpupolicy\"}"), 0);
-    assert_int_equal(sample(m, "fracgpu_operator_queue_depth{controller=\"gpupolicy\"}"), 0);
-    assert_int_equal(sample(m, "fracgpu_operator_cached_objects{resource=\"gpupolicies\"}"), 4);
-    assert_int_equal(sample(m, "fracgpu_operator_informer_synced{resource=\"gpuworkloads\"}"), 1);
-    assert_true(sample(m, "fracgpu_operator_reconciles_total{controller=\"gpupolicy\"}") >= 8);
+    assert_int_equal(sample(m, "fracgpu_policy_status_writes_total"), 4);
+    assert_int_equal(sample(m, "fracgpu_builtin_policies_created_total"), 4);
+    assert_int_equal(sample(m, "fracgpu_reconcile_total{controller=\"gpupolicy\",result=\"error\"}"), 0);
+    assert_int_equal(sample(m, "fracgpu_workqueue_depth{controller=\"gpupolicy\"}"), 0);
+    assert_int_equal(sample(m, "fracgpu_informer_cached_objects{resource=\"gpupolicies\"}"), 4);
+    assert_int_equal(sample(m, "fracgpu_informer_synced{resource=\"gpuworkloads\"}"), 1);
+    assert_true(sample(m, "fracgpu_reconcile_total{controller=\"gpupolicy\",result=\"success\"}") >= 8);
+
+    /* A clean stop releases the Lease: no holder, so a standby would take over at once. */
+    fg_manager_free(op);
+    json_object *lease = NULL;
+    char *path = fg_kube_path(&fg_kube_leases, "fracgpu-system", "fracgpu-operator", NULL, NULL);
+    assert_int_equal(fg_kube_get(h.client, path, &lease, NULL), FG_OK);
+    assert_null(fg_json_get_str(lease, "spec", "holderIdentity", NULL));
+    json_object_put(lease);
+    free(path);
 
     fg_buf_cleanup(&body);
-    fg_operator_stop(&op);
     char rm[64];
     snprintf(rm, sizeof rm, "rm -rf '%s'", kdir);
     assert_int_equal(system(rm), 0);

@@ -170,7 +170,12 @@ static void test_operator_with_kubectl(void **state)
         if (!strstr(fg_buf_str(&out), rendered[i]))
             fail_msg("\"%s\" missing from the rendered manifests", rendered[i]);
 
-    /* The CRDs (manifests/ includes crds/) apply cleanly and are served. */
+    /* The namespace (where the operator's Lease lives) and the CRDs (manifests/ includes crds/) apply
+     * cleanly and are served. */
+    char ns[600];
+    snprintf(ns, sizeof ns, "%s/namespace.yaml", manifests);
+    if (kubectl(&out, NULL, "apply", "-f", ns, NULL) != 0)
+        fail_msg("kubectl apply -f manifests/namespace.yaml: %s", fg_buf_str(&out));
     if (kubectl(&out, NULL, "apply", "-k", crds, NULL) != 0)
         fail_msg("kubectl apply -k crds: %s", fg_buf_str(&out));
     assert_non_null(strstr(fg_buf_str(&out), "customresourcedefinition.apiextensions.k8s.io/gpupolicies.fracgpu.io created"));

@@ -32,31 +32,24 @@ enum fg_err fg_harness_start(struct fg_harness *h, const struct fg_harness_opts 
     err = fg_apiserver_start(h->server, errmsg);
     if (err)
         goto out_free_server;
-    err = fg_kube_config_load_file(h->kubeconfig, NULL, &h->config, errmsg);
+    struct fg_manager_opts mo = FG_MANAGER_OPTS_DEFAULT;
+    mo.component = "harness";
+    mo.kubeconfig = h->kubeconfig;
+    mo.leader.enabled = false;
+    mo.client.qps = opts ? opts->client_qps : 0;
+    mo.client.timeout_ms = 10000;
+    err = fg_manager_new(&mo, &h->manager, errmsg);
     if (err)
         goto out_free_server;
-    struct fg_kube_client_opts copts = FG_KUBE_CLIENT_OPTS_DEFAULT;
-    copts.qps = opts ? opts->client_qps : 0;
-    copts.timeout_ms = 10000;
-    err = fg_kube_client_new(&h->config, &copts, &h->client, errmsg);
+    err = fg_manager_start(h->manager, errmsg);
     if (err)
-        goto out_config;
-    err = fg_kube_loop_new(h->client, &h->loop, errmsg);
-    if (err)
-        goto out_client;
-    err = fg_kube_loop_start(h->loop);
-    if (err) {
-        fg_errmsg(errmsg, err, "cannot start the kube loop");
-        goto out_loop;
-    }
+        goto out_free_manager;
+    h->client = fg_manager_client(h->manager);
+    h->loop = fg_manager_loop(h->manager);
     return FG_OK;
 
-out_loop:
-    fg_kube_loop_free(h->loop);
-out_client:
-    fg_kube_client_free(h->client);
-out_config:
-    fg_kube_config_cleanup(&h->config);
+out_free_manager:
+    fg_manager_free(h->manager);
 out_free_server:
     fg_apiserver_free(h->server);
 out_rmdir:
@@ -67,18 +60,10 @@ out_rmdir:
 
 void fg_harness_stop(struct fg_harness *h)
 {
-    fg_kube_loop_stop(h->loop);
-    fg_kube_loop_free(h->loop);
-    fg_kube_client_free(h->client);
-    fg_kube_config_cleanup(&h->config);
+    fg_manager_free(h->manager);
     fg_apiserver_free(h->server);
     unlink(h->kubeconfig);
     rmdir(h->dir);
-}
-
-enum fg_err fg_harness_on_loop(struct fg_harness *h, void (*fn)(void *ud), void *ud)
-{
-    return fg_kube_loop_call_wait(h->loop, fn, ud, 10000);
 }
 
 enum fg_err fg_harness_fault(struct fg_harness *h, const char *control)

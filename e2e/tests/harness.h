@@ -1,8 +1,10 @@
 /*
  * harness — a cluster of one for integration tests: the test API server running in-process on its
- * own thread, a kubeconfig pointing at it, a kube client and a kube loop built from that kubeconfig
- * exactly as the operator builds them, and small helpers to run code on the loop thread and to pull
- * the server's fault-injection levers (/fracgpu-test/...).
+ * own thread, a kubeconfig pointing at it, and a started manager (operator/manager) built from that
+ * kubeconfig exactly as every fracgpu role builds its own — without health server or leader
+ * election — whose client and loop the tests use, plus small helpers to pull the server's
+ * fault-injection levers (/fracgpu-test/...). Code that must run on the loop thread goes through
+ * fg_kube_loop_call_wait(h.loop, ...).
  *
  * Ownership: fg_harness_start fills a caller-owned struct; fg_harness_stop undoes everything in
  * reverse order. Every wait is bounded.
@@ -16,16 +18,16 @@
 #include "base/err.h"
 #include "e2e/apiserver/apiserver.h"
 #include "operator/kube/client.h"
-#include "operator/kube/config.h"
 #include "operator/kube/loop.h"
+#include "operator/manager/manager.h"
 
 struct fg_harness {
     struct fg_apiserver *server;
     char dir[64];                 /* temporary directory holding the kubeconfig */
     char kubeconfig[128];
-    struct fg_kube_config config;
-    struct fg_kube_client *client;
-    struct fg_kube_loop *loop;
+    struct fg_manager *manager;
+    struct fg_kube_client *client;   /* the manager's */
+    struct fg_kube_loop *loop;       /* the manager's, running */
 };
 
 struct fg_harness_opts {
@@ -37,9 +39,6 @@ struct fg_harness_opts {
 /* Starts server, client and loop; on failure everything started is undone and errmsg says why. */
 enum fg_err fg_harness_start(struct fg_harness *h, const struct fg_harness_opts *opts, char *errmsg) FG_MUST_USE;
 void fg_harness_stop(struct fg_harness *h);
-
-/* Runs fn(ud) on the loop thread and waits for it to return (at most 10 s: FG_E_TIMEOUT). */
-enum fg_err fg_harness_on_loop(struct fg_harness *h, void (*fn)(void *ud), void *ud) FG_MUST_USE;
 
 /* POSTs /fracgpu-test/<control> (e.g. "fail?count=3&code=500"). */
 enum fg_err fg_harness_fault(struct fg_harness *h, const char *control) FG_MUST_USE;

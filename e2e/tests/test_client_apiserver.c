@@ -265,7 +265,7 @@ static void watch_stream_events_and_end(void **state)
     char *q = fg_asprintf("watch=true&resourceVersion=%s", rv);
     w.path = fg_kube_path(&fg_kube_pods, "ml", NULL, NULL, q);
     json_object_put(list);
-    assert_int_equal(fg_harness_on_loop(&h, start_watch, &w), FG_OK);
+    assert_int_equal(fg_kube_loop_call_wait(h.loop, start_watch, &w, 10000), FG_OK);
 
     json_object *p = pod("w-0", "gpu");
     assert_int_equal(fg_kube_create(h.client, coll, p, NULL, NULL), FG_OK);
@@ -287,11 +287,11 @@ static void watch_stream_events_and_end(void **state)
     free(w.path);
     w.path = fg_kube_path(&fg_kube_pods, "ml", NULL, NULL, "watch=true&resourceVersion=1");
     int events_before = w.added;
-    assert_int_equal(fg_harness_on_loop(&h, start_watch, &w), FG_OK);
+    assert_int_equal(fg_kube_loop_call_wait(h.loop, start_watch, &w, 10000), FG_OK);
     assert_true(fg_harness_wait(ended, NULL, 10000));
     assert_int_equal(w.error_event, FG_E_KUBE_GONE);
     assert_int_equal(w.added, events_before);
-    assert_int_equal(fg_harness_on_loop(&h, cancel_watch, &w), FG_OK);
+    assert_int_equal(fg_kube_loop_call_wait(h.loop, cancel_watch, &w, 10000), FG_OK);
 
     json_object_put(p);
     free(path);

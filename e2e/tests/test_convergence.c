@@ -384,7 +384,7 @@ static void caches_converge_under_faults(void **state)
     assert_int_equal(fg_harness_start(&h, &ho, msg), FG_OK);
     for (int i = 0; i < NAMESPACES; i++)
         assert_int_equal(fg_harness_namespace(&h, namespaces[i]), FG_OK);
-    assert_int_equal(fg_harness_on_loop(&h, start_informers, NULL), FG_OK);
+    assert_int_equal(fg_kube_loop_call_wait(h.loop, start_informers, NULL, 10000), FG_OK);
 
     struct writer_stats ws = { 0 };
     struct fault_stats fs = { 0 };
@@ -416,7 +416,7 @@ static void caches_converge_under_faults(void **state)
             print_differences(&informers[i], &views[i]);
     }
     struct snapshot snap;
-    assert_int_equal(fg_harness_on_loop(&h, take_snapshot, &snap), FG_OK);
+    assert_int_equal(fg_kube_loop_call_wait(h.loop, take_snapshot, &snap, 10000), FG_OK);
     for (int i = 0; i < NINFORMERS; i++) {
         const struct fg_reflector_stats *rs = &snap.stats[i];
         printf("%-17s server %zu objects, cache %zu, handler events %lu, lists %llu, failures %llu, "
@@ -429,7 +429,7 @@ static void caches_converge_under_faults(void **state)
         assert_true(rs->lists > 1);    /* the faults forced relists */
         server_view_cleanup(&views[i]);
     }
-    assert_int_equal(fg_harness_on_loop(&h, stop_informers, NULL), FG_OK);
+    assert_int_equal(fg_kube_loop_call_wait(h.loop, stop_informers, NULL, 10000), FG_OK);
     fg_harness_stop(&h);
 }
 

@@ -79,7 +79,7 @@ size_t fg_test_curl_body(char *data, size_t size, size_t n, void *ud)
 
 unsigned fg_test_exporter_port(const char *log_path)
 {
-    static const char marker[] = "listening on 127.0.0.1:";
+    static const char marker[] = "/metrics on 127.0.0.1:";   /* the manager logs where it serves */
     struct fg_buf b;
     fg_buf_init(&b, 0);
     unsigned port = 0;

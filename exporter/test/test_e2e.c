@@ -1,5 +1,5 @@
 /*
- * test_e2e — the exporter as a process: the test API server holds this node's pods (one with no GPU
+ * test_e2e — the exporter as a process (`fracgpu node-agent`): the test API server holds this node's pods (one with no GPU
  * request), the fake NVML reports their processes, a fake proc tree maps PIDs to pods through
  * several cgroup formats, and the test checks /metrics and /healthz, runs promtool on the scrape,
  * has a real Prometheus scrape the exporter and finds the per-pod series through its query API, then
@@ -166,7 +166,7 @@ static unsigned start_exporter(bool dcgm_aliases, char *log_path)
     char proc_root[96];
     snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
     snprintf(log_path, 128, "%s/exporter.log", dir);
-    char *const argv[] = { FG_FRACGPU, "exporter", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
+    char *const argv[] = { FG_FRACGPU, "node-agent", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
                            "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
                            "--interval", "200ms", dcgm_aliases ? "--dcgm-aliases" : NULL, NULL };
     exporter_pid = spawn(argv, log_path);
@@ -287,7 +287,7 @@ static void test_exporter_process(void **state)
                               "1073741824\n"));
     assert_non_null(strstr(t, "fracgpu_pod_gpu_utilization_ratio{node=\"" NODE "\",gpu=\"0\",uuid=\"GPU-e2e\","
                               "model=\"NVIDIA A100-SXM4-40GB\",namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\"} "
-                              "0.50\n"));
+                              "0.5\n"));
     assert_non_null(strstr(t, "namespace=\"default\",pod=\"notebook\",container=\"jupyter\"} 1048576\n"));
     assert_null(strstr(t, "pod=\"elsewhere\""));   /* another node's pod is not known here */
     /* host process, the other node's pod and the unreadable ones: one row without pod labels */
@@ -461,7 +461,7 @@ static void test_bad_usage(void **state)
         { "--node-name", "n", "--bogus", NULL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *argv[7] = { FG_FRACGPU, "exporter" };
+        char *argv[7] = { FG_FRACGPU, "node-agent" };
         for (int k = 0; k < 4 && cases[i][k]; k++)
             argv[k + 2] = (char *)cases[i][k];
         pid_t pid = spawn(argv, log_path);

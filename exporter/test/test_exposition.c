@@ -1,5 +1,5 @@
 /*
- * test_metrics — the exposition the exporter serves: families with HELP and TYPE once, escaping,
+ * test_exposition — the exposition the exporter serves: families with HELP and TYPE once, escaping,
  * no timestamps, a final newline, unknown values left out, DCGM aliases only when asked, health
  * metrics with no NVML at all and recovery once it appears, and `promtool check metrics` on it.
  */
@@ -13,13 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <event2/event.h>
 
 #include "base/buf.h"
 #include "base/log.h"
 #include "exporter/exporter.h"
-#include "exporter/http.h"
-#include "exporter/metrics.h"
+#include "exporter/exposition.h"
 #include "fake_state.h"
 
 static char dir[64], proc_root[96];
@@ -195,51 +193,11 @@ static void test_recovery(void **state)
     fg_exporter_free(e);
 }
 
-static void test_parse_duration(void **state)
-{
-    (void)state;
-    uint64_t ns;
-    assert_int_equal(fg_exporter_parse_duration("250ms", &ns), FG_OK);
-    assert_int_equal(ns, 250000000ull);
-    assert_int_equal(fg_exporter_parse_duration("10s", &ns), FG_OK);
-    assert_int_equal(ns, 10000000000ull);
-    assert_int_equal(fg_exporter_parse_duration("2m", &ns), FG_OK);
-    assert_int_equal(ns, 120000000000ull);
-    static const char *const bad[] = { "", "10", "0s", "-1s", "s", "10x", "1.5s", "99999999999999999999h" };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(fg_exporter_parse_duration(bad[i], &ns), FG_E_INVAL);
-}
-
-static void test_http_listen(void **state)
-{
-    (void)state;
-    struct event_base *base = event_base_new();
-    struct fg_exporter_opts o = { .node = "n" };
-    struct fg_exporter *e = fg_exporter_new(&o, NULL);
-    struct fg_exporter_http *h;
-    char msg[FG_ERRMSG_MAX] = "";
-    static const char *const bad[] = { "nonsense", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:12x", "[::1:5" };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        msg[0] = '\0';
-        assert_int_not_equal(fg_exporter_http_new(base, bad[i], e, &h, msg), FG_OK);
-        assert_non_null(strstr(msg, bad[i]));
-    }
-    assert_int_equal(fg_exporter_http_new(base, "203.0.113.7:0", e, &h, msg), FG_E_IO);   /* not ours */
-    assert_int_equal(fg_exporter_http_new(base, "127.0.0.1:0", e, &h, msg), FG_OK);
-    assert_true(fg_exporter_http_port(h) > 0);
-    fg_exporter_http_free(h);
-    assert_int_equal(fg_exporter_http_new(base, ":0", e, &h, msg), FG_OK);   /* every IPv4 address */
-    assert_true(fg_exporter_http_port(h) > 0);
-    fg_exporter_http_free(h);
-    fg_exporter_free(e);
-    event_base_free(base);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exposition), cmocka_unit_test(test_dcgm_aliases), cmocka_unit_test(test_no_nvml),
-        cmocka_unit_test(test_recovery), cmocka_unit_test(test_parse_duration), cmocka_unit_test(test_http_listen),
+        cmocka_unit_test(test_recovery),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
 /*
- * metrics — a sample and its per-pod usage as Prometheus text exposition (format 0.0.4).
+ * exposition — a sample and its per-pod usage as Prometheus text (format 0.0.4, written by base/prom.h).
  *
  * Families, each with HELP and TYPE once and its series together:
  *   fracgpu_gpu_info, fracgpu_gpu_memory_{total,used,reserved}_bytes, fracgpu_gpu_utilization_ratio
@@ -8,11 +8,10 @@
  *     container added — rows of processes in no pod carry only the device labels;
  *   DCGM_FI_DEV_GPU_UTIL (percent) and DCGM_FI_DEV_FB_USED (MiB) per pod when aliases are on;
  *   fracgpu_exporter_* health.
- * Unknown values are left out, never written as 0. Label values are escaped (\\, ", newline), no
- * sample has a timestamp, and the text ends with a newline.
+ * Unknown values are left out, never written as 0.
  */
-#ifndef FG_EXPORTER_METRICS_H
-#define FG_EXPORTER_METRICS_H
+#ifndef FG_EXPORTER_EXPOSITION_H
+#define FG_EXPORTER_EXPOSITION_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,11 +30,8 @@ struct fg_exporter_health {
     double last_success_unix;  /* wall time of the last good sample, 0 = never */
 };
 
-/* Appends the exposition to out (smp and u may be NULL: health only). */
-void fg_metrics_render(struct fg_buf *out, const char *node, const struct fg_sample *smp, const struct fg_usage *u,
-                       bool dcgm_aliases, const struct fg_exporter_health *h);
-
-/* Appends s to out with Prometheus label-value escaping. */
-void fg_metrics_escape(struct fg_buf *out, const char *s);
+/* Appends the exposition to out, an unlimited buffer (smp and u may be NULL: health only). */
+void fg_exposition_render(struct fg_buf *out, const char *node, const struct fg_sample *smp, const struct fg_usage *u,
+                          bool dcgm_aliases, const struct fg_exporter_health *h);
 
 #endif

@@ -1,9 +1,0 @@
-/* cmd_operator — entry point of `fracgpu operator` (see operator/main.c's command table). */
-#ifndef FG_OPERATOR_RUN_CMD_OPERATOR_H
-#define FG_OPERATOR_RUN_CMD_OPERATOR_H
-
-/* argv[0] is "operator". Runs until SIGTERM or SIGINT; returns the exit status (0 after a clean
- * stop, 1 when it cannot start, 2 for bad usage). */
-int fg_cmd_operator(int argc, char **argv);
-
-#endif
