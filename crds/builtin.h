@@ -3,7 +3,7 @@
  * present) and training and build (created when a workload of that class is first seen).
  *
  * Their values are the table in builtin.c, documented in docs/policies.md, and they keep the
- * ordering DESIGN.md promises: real-time the most conservative, batch the longest window and the
+ * ordering that document promises: real-time the most conservative, batch the longest window and the
  * least headroom. An object written from this table carries the label fracgpu.io/built-in=true and
  * two annotations: the defaults version it was written from and the digest of the spec as written.
  * When a release raises FG_BUILTIN_DEFAULTS_VERSION, fg_builtin_policy_check says whether an existing

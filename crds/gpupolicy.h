@@ -1,7 +1,7 @@
 /*
  * gpupolicy — the GPUPolicy custom resource (fracgpu.io/v1alpha1, cluster-scoped) as C values.
  *
- * A policy says how recommendations are computed and applied (DESIGN.md §3). This module turns a
+ * A policy says how recommendations are computed and applied (docs/policies.md). This module turns a
  * policy's `spec` (json-c, borrowed) into a `struct fg_gpupolicy_spec` with the rules of the CRD's
  * structural schema — types, enums, bounds, defaults for absent fields, unknown fields refused — so
  * code that reads a policy never meets a value the API server would not have stored. On top of the

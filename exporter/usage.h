@@ -11,7 +11,7 @@
  * A MIG instance has no per-process SM figures; when GPM gives the instance's own and one pod alone
  * runs on it, that pod's row gets the instance's figure.
  *
- * MPS (DESIGN.md §4): an MPS GPU serves one workload through one server process, which the capacity
+ * MPS (docs/exporter.md): an MPS GPU serves one workload through one server process, which the capacity
  * holder starts, so the server sits in the capacity pod's cgroup. Its memory is the server's, never
  * the capacity pod's usage: it is summed apart (`mps_server_mem`) and in no row. NVML files the
  * GPU's SM samples under the server, not its clients, so the clients' own figures mean nothing: when

@@ -13,6 +13,7 @@ packages=(
   libcmocka-dev          # unit tests
   coinor-libclp-dev      # COIN-OR Clp: the linear program behind the scheduler's prices
   openssl                # certificate tooling used by e2e tests
+  xz-utils               # the build decompresses the traces in data/
   prometheus             # promtool and a real Prometheus for e2e
 )
 

@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
 # placement_table.sh — docs/placement.md's tables from `fracgpu replay --json` output.
 #
-#   bench/scheduler/placement_table.sh [--run BUILD] OUTDIR
+#   bench/scheduler/placement_table.sh [--run BUILD] [--data DIR] OUTDIR
 #
-# With --run, first replays every trace of BENCHMARKS.md §1 under every policy for seeds 42–51 with
+# DIR holds the Alibaba GPU-sharing trace as the build decompresses it from data/alibaba-gpu-v2023:
+# by default BUILD/data/alibaba-gpu-v2023 with --run, else build-bench/data/alibaba-gpu-v2023.
+# With --run, first replays every trace of docs/benchmarks.md under every policy for seeds 42–51 with
 # BUILD/bin/fracgpu (one process per trace and policy, as many at once as there are cores, niced),
 # writing OUTDIR/<trace>.<policy>.json. Then prints, from OUTDIR and the published results in
-# ../shared/data/alibaba-gpu-v2023/fgd-expected-results: the reproduction of the published policies,
-# fracgpu against FGD with the targets of issue 6 and the share of the FGD-to-LP-bound gap closed,
-# the per-seed comparison with the replay's own fgd, and replay wall time per trace and policy.
+# DIR/fgd-expected-results: the reproduction of the published policies, fracgpu against FGD with the
+# targets of docs/benchmarks.md and the share of the FGD-to-LP-bound gap closed, the per-seed
+# comparison with the replay's own fgd, and replay wall time per trace and policy.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-data=${FG_SHARED_DIR:-$here/../../../shared}/data/alibaba-gpu-v2023
+root=$(cd "$(dirname "$0")/../.." && pwd)
 traces="default cpu050 cpu100 cpu200 cpu250 gpushare40 gpushare60 gpushare80 gpushare100 multigpu20 multigpu30 multigpu40 multigpu50 gpuspec10 gpuspec20 gpuspec25 gpuspec33"
 policies="random dotprod clustering packing bestfit fgd fracgpu fracgpu-offline"
 
 build=""
-if [ "${1:-}" = "--run" ]; then
-  build=$2
-  shift 2
+data=""
+while [ $# -gt 1 ]; do
+  case $1 in
+    --run) build=$2; shift 2 ;;
+    --data) data=$2; shift 2 ;;
+    -*) echo "usage: placement_table.sh [--run BUILD] [--data DIR] OUTDIR" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+out=${1:?usage: placement_table.sh [--run BUILD] [--data DIR] OUTDIR}
+if [ -z "$data" ]; then
+  if [ -n "$build" ]; then data=$build/data/alibaba-gpu-v2023; else data=$root/build-bench/data/alibaba-gpu-v2023; fi
 fi
-out=${1:?usage: placement_table.sh [--run BUILD] OUTDIR}
+published=$data/fgd-expected-results/analysis_allo_discrete.csv
+[ -r "$published" ] || { echo "placement_table.sh: cannot read $published; build first (cmake --build build-bench) or give --data DIR" >&2; exit 1; }
 mkdir -p "$out"
 
 if [ -n "$build" ]; then
@@ -30,7 +41,7 @@ if [ -n "$build" ]; then
       --pods "$2/openb_pod_list_$4.csv" --policy "$5" --seeds 42-51 --json > "$3/$4.$5.json"' sh "$build" "$data" "$out"
 fi
 
-cat "$out"/*.json | awk -v traces="$traces" -v published="$data/fgd-expected-results/analysis_allo_discrete.csv" '
+cat "$out"/*.json | awk -v traces="$traces" -v published="$published" '
 function field(line, key,    m) {
   if (match(line, "\"" key "\":[^,}]*")) { m = substr(line, RSTART + length(key) + 3, RLENGTH - length(key) - 3); gsub(/"/, "", m); return m }
   return ""

@@ -1,5 +1,5 @@
 /*
- * Built-in policies: every one valid, the ordering DESIGN.md promises, the objects written for them,
+ * Built-in policies: every one valid, the ordering docs/policies.md promises, the objects written for them,
  * and the upgrade rule (only never-edited objects from older defaults are upgraded).
  */
 #include <setjmp.h>

@@ -177,7 +177,7 @@ static void check_crd_frame(const char *file, const struct fg_kube_resource *res
 static void test_crd_frames(void **state)
 {
     (void)state;
-    /* DESIGN.md §3's printer columns, in order (kubectl upper-cases them). */
+    /* The columns `kubectl get` prints, in order (upper-cased by kubectl): docs/policies.md lists GPUPolicy's. */
     const char *const policy_cols[] = { "Class", "Sharing", "Window", "Compute-P", "Headroom", "Workloads", "Age", NULL };
     check_crd_frame("gpupolicies.yaml", &fg_crd_gpupolicies, "Cluster", "gpol", policy_cols);
     const char *const workload_cols[] = { "Target", "Policy", "Pods", "Compute", "Memory", "Recommended",

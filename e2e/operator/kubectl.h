@@ -1,6 +1,7 @@
 /*
- * kubectl — running the machine's real kubectl from a test, the way KUBECTL-COMPAT.md asks: its own
- * kubeconfig and cache directory, a request timeout, and the whole run under `timeout 30`.
+ * kubectl — running the machine's real kubectl from a test the way e2e/apiserver/README.md says it
+ * must run ("Running the real kubectl"): its own kubeconfig and cache directory, a request timeout,
+ * and the whole run under `timeout 30`.
  */
 #ifndef FG_E2E_OPERATOR_KUBECTL_H
 #define FG_E2E_OPERATOR_KUBECTL_H

@@ -133,28 +133,29 @@ static void thinning_when_the_trace_is_too_big(void **state)
     fg_sched_trace_cleanup(&t);
 }
 
-/* The real trace when the shared data is present: counts, and BestFit near its published mean. */
+/* The real `default` trace, which the build decompresses from data/alibaba-gpu-v2023 into FG_DATA_DIR:
+ * its counts, and BestFit near its published mean. Data that cannot be read fails the test. */
 static void real_default_trace(void **state)
 {
     (void)state;
-    const char *shared = getenv("FG_SHARED_DIR");
+    const char *data = getenv("FG_DATA_DIR");
+    if (!data)
+        fail_msg("FG_DATA_DIR is not set: run this test through ctest, which points it at <build>/data");
     char nodes[1024], pods[1024];
-    snprintf(nodes, sizeof nodes, "%s/data/alibaba-gpu-v2023/openb_node_list_gpu_node.csv", shared ? shared : ".");
-    snprintf(pods, sizeof pods, "%s/data/alibaba-gpu-v2023/openb_pod_list_default.csv", shared ? shared : ".");
-    FILE *f = fopen(nodes, "r");
-    if (!f)
-        skip();
-    fclose(f);
+    snprintf(nodes, sizeof nodes, "%s/alibaba-gpu-v2023/openb_node_list_gpu_node.csv", data);
+    snprintf(pods, sizeof pods, "%s/alibaba-gpu-v2023/openb_pod_list_default.csv", data);
     struct fg_sched_trace t;
     fg_sched_trace_init(&t);
     char errmsg[FG_ERRMSG_MAX];
-    assert_int_equal(fg_sched_trace_load_nodes(&t, nodes, errmsg), FG_OK);
-    assert_int_equal(fg_sched_trace_load_pods(&t, pods, errmsg), FG_OK);
+    if (fg_sched_trace_load_nodes(&t, nodes, errmsg) || fg_sched_trace_load_pods(&t, pods, errmsg)) {
+        fg_sched_trace_cleanup(&t);
+        fail_msg("%s (the fg_data build target decompresses data/ into %s)", errmsg, data);
+    }
     assert_int_equal(t.n_nodes, 1213);
     assert_int_equal(t.n_pods, 8152);
     struct fg_sched_mix mix = { 0 };
     fg_sched_replay_mix(&t, &mix);
-    assert_int_equal(mix.n, 35);  /* BENCHMARKS.md: default gives 35 of 91 groups */
+    assert_int_equal(mix.n, 35);  /* docs/benchmarks.md: default gives 35 of 91 groups */
     fg_sched_mix_cleanup(&mix);
     struct fg_sched_replay_result r;
     assert_int_equal(fg_sched_replay_run(&t, "bestfit", 42, 1.3, &r, errmsg), FG_OK);
