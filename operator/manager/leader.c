@@ -56,6 +56,8 @@ struct fg_leader {
     json_object *cached;            /* the Lease as last returned by the server, ours while leading */
     atomic_uint_fast64_t renewed_ns;
     atomic_uint_fast64_t terms;
+    void (*on_lead)(void *ud);
+    void *on_lead_ud;
 };
 
 enum fg_err fg_leader_opts_check(const struct fg_leader_opts *o, char *errmsg)
@@ -215,6 +217,8 @@ static void became_or_stayed_leader(struct fg_leader *le, json_object *reply, ui
         atomic_fetch_add(&le->terms, 1);
         fg_log_obj(FG_LOG_INFO, COMPONENT, "Lease", le->ns, le->name, "%s became leader (transitions %lld)",
                    le->identity, (long long)rec.transitions);
+        if (le->on_lead)
+            le->on_lead(le->on_lead_ud);
     }
 }
 
@@ -409,6 +413,12 @@ static void *election_main(void *arg)
         if (pause_for(le, wait_ns))
             return NULL;
     }
+}
+
+void fg_leader_on_lead(struct fg_leader *le, void (*fn)(void *ud), void *ud)
+{
+    le->on_lead = fn;
+    le->on_lead_ud = ud;
 }
 
 enum fg_err fg_leader_start(struct fg_leader *le)

@@ -56,6 +56,8 @@ enum fg_err fg_leader_opts_check(const struct fg_leader_opts *opts, char *errmsg
 /* Copies opts and builds the election's own client from cfg. Nothing runs yet. */
 enum fg_err fg_leader_new(const struct fg_kube_config *cfg, const struct fg_leader_opts *opts, struct fg_leader **out,
                           char *errmsg) FG_MUST_USE;
+/* fn(ud) runs on the election thread each time this replica becomes leader (before start). */
+void fg_leader_on_lead(struct fg_leader *le, void (*fn)(void *ud), void *ud);
 /* Starts the election thread. */
 enum fg_err fg_leader_start(struct fg_leader *le) FG_MUST_USE;
 /* Stops the election thread (interrupting its wait, not a request in flight) and, when this replica

@@ -40,6 +40,15 @@ static void leader_collect(void *ud, struct fg_buf *out)
     fg_prom_sample_u64(out, "fracgpu_leader_terms_total", labels, fg_leader_terms(m->leader));
 }
 
+/* Leadership came: the supervisor starts the leader-only work now rather than at its next tick. */
+static void wake_supervisor(void *ud)
+{
+    struct fg_manager *m = ud;
+    pthread_mutex_lock(&m->mu);
+    pthread_cond_signal(&m->wake);
+    pthread_mutex_unlock(&m->mu);
+}
+
 static enum fg_err leader_new(struct fg_manager *m, const struct fg_manager_opts *opts, char *errmsg)
 {
     struct fg_leader_opts lo = opts->leader;
@@ -51,6 +60,8 @@ static enum fg_err leader_new(struct fg_manager *m, const struct fg_manager_opts
         lo.lease_name = name = fg_asprintf("fracgpu-%s", m->component);
     enum fg_err err = fg_leader_new(&m->config, &lo, &m->leader, errmsg);
     free(name);
+    if (!err)
+        fg_leader_on_lead(m->leader, wake_supervisor, m);
     return err;
 }
 
