@@ -127,7 +127,11 @@ static enum fg_err decode_base64(struct fg__kubeconfig *k, const char *where, co
 
 char *fg__kubeconfig_resolve(const struct fg__kubeconfig *k, const char *file)
 {
-    return file[0] == '/' ? fg_strdup(file) : fg_asprintf("%s/%s", k->dir, file);
+    if (file[0] == '/')
+        return fg_strdup(file);
+    while (file[0] == '.' && file[1] == '/')
+        file += 2;
+    return fg_asprintf("%s/%s", k->dir, file);
 }
 
 /* PEM from `<key>-data` (base64) or from the file named by `<key>`; *out stays NULL when neither. */

@@ -31,7 +31,8 @@ enum fg_err fg__kubeconfig_str(struct fg__kubeconfig *k, yaml_node_t *map, const
 enum fg_err fg__kubeconfig_bool(struct fg__kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
                                 bool *out) FG_MUST_USE;
 
-/* `file` as a path: itself when absolute, else under the kubeconfig's directory. Caller frees. */
+/* `file` as a path: itself when absolute, else under the kubeconfig's directory (leading "./" dropped).
+ * Caller frees. */
 char *fg__kubeconfig_resolve(const struct fg__kubeconfig *k, const char *file);
 
 /* users[].user.exec into *out (NULL when the user has none), refusing auth-provider with the fix. */

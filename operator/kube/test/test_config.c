@@ -238,7 +238,7 @@ static void exec_stanza_v1_with_env_and_relative_command(void **state)
     struct fg_kube_config cfg;
     char err[FG_ERRMSG_MAX] = "";
     assert_int_equal(fg_kube_config_load_file(p, NULL, &cfg, err), FG_OK);
-    char *want = fg_asprintf("%s/conf/./bin/gke-plugin", dir);
+    char *want = fg_asprintf("%s/conf/bin/gke-plugin", dir);
     assert_string_equal(cfg.exec->command, want);
     assert_string_equal(cfg.exec->api_version, "client.authentication.k8s.io/v1");
     assert_string_equal(cfg.exec->install_hint, "Install gke-gcloud-auth-plugin for use with kubectl");
