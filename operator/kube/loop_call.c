@@ -6,9 +6,9 @@
  * itself for the returned delay when there is none), and starting from the event loop also keeps
  * curl_multi_add_handle out of libcurl callbacks (a watch consumer may start a call from on_event).
  * Results are delivered in fg__kube_call_finished, after libcurl has returned. A call whose exec
- * credential is being fetched is parked (awaiting_cred) rather than started, and restarted from the
- * start timer when the plugin's run ends; a 401 to its exec credential restarts it once. Cancelling marks
- * the call so no callback runs again; when libcurl is on the stack the handle cannot be removed yet,
+ * credential is being fetched is parked (awaiting_cred) rather than started, and rescheduled when
+ * the plugin's run ends; a 401 to its exec credential reschedules it once. Cancelling marks the
+ * call so no callback runs again; when libcurl is on the stack the handle cannot be removed yet,
  * so the call is parked on the loop's dead list and freed by fg__kube_loop_reap. A call that is
  * delivering its final callback is freed when the callback returns.
  */
