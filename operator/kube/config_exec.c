@@ -26,11 +26,12 @@ static enum fg_err refuse_auth_provider(struct fg__kubeconfig *k, yaml_node_t *p
     static const struct {
         const char *name, *fix;
     } fixes[] = {
-        { "gcp", "install gke-gcloud-auth-plugin and run `gcloud container clusters get-credentials` again" },
+        { "gcp", "install gke-gcloud-auth-plugin and run `gcloud container clusters get-credentials` again to "
+                 "regenerate the kubeconfig with its exec plugin" },
         { "azure", "install kubelogin and run `kubelogin convert-kubeconfig -l azurecli` (or `az aks "
-                   "get-credentials` again)" },
-        { "oidc", "install kubelogin (int128/kubelogin) and replace auth-provider with its exec stanza "
-                  "(`kubectl oidc-login setup` prints it)" },
+                   "get-credentials` again) to rewrite the kubeconfig with its exec plugin" },
+        { "oidc", "install kubelogin (int128/kubelogin) and replace auth-provider with the exec stanza that "
+                  "`kubectl oidc-login setup` prints" },
     };
     const char *name = NULL;
     if (fg__kubeconfig_str(k, provider, where, "name", &name) || !name)
@@ -41,7 +42,7 @@ static enum fg_err refuse_auth_provider(struct fg__kubeconfig *k, yaml_node_t *p
             fix = fixes[i].fix;
     return fg_errmsg(k->errmsg, FG_E_UNSUPPORTED,
                      "kubeconfig %s: %s uses auth-provider \"%.40s\", which Kubernetes clients no longer support; "
-                     "%s, so that the kubeconfig uses an exec plugin", k->path, where, name, fix);
+                     "%s", k->path, where, name, fix);
 }
 
 /* map[key] unless it is absent or null. */
