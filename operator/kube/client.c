@@ -3,7 +3,8 @@
  *
  * A request takes a rate-limit token (blocking), borrows an easy handle from the pool (or makes one),
  * resets and prepares it (client_easy.c), performs the transfer into a size-capped buffer, maps the
- * result through status.c and returns the handle to the pool. curl_easy_reset keeps a handle's live
+ * result through status.c and returns the handle to the pool. A 401 to an exec credential drops
+ * that credential and tries once more, with a fresh one. curl_easy_reset keeps a handle's live
  * connections, so a pooled handle reuses its keep-alive connection to the API server. The caller
  * owns every json-c object passed in or returned; `st` is always left in a state that
  * fg_kube_status_cleanup accepts.
@@ -55,19 +56,17 @@ static void pool_put(struct fg_kube_client *c, CURL *easy)
         curl_easy_cleanup(easy);
 }
 
-enum fg_err fg_kube_request(struct fg_kube_client *c, const char *method, const char *path,
-                            const char *content_type, const char *body, size_t len, struct fg_buf *reply,
-                            struct fg_kube_status *st)
+/* One try of a request; *gen is the generation of the exec credential it sent (0: none). */
+static enum fg_err attempt(struct fg_kube_client *c, const char *method, const char *path, const char *content_type,
+                           const char *body, size_t len, struct fg_buf *reply, struct fg_kube_status *st, uint64_t *gen)
 {
-    struct fg_kube_status local;
-    if (!st)
-        st = &local;
     memset(st, 0, sizeof *st);
     fg_token_bucket_wait(&c->rl);
     CURL *easy = pool_get(c);
     struct curl_slist *headers = NULL;
     char errmsg[FG_ERRMSG_MAX];
-    enum fg_err err = fg_kube_client_prepare_easy(c, easy, path, &headers, errmsg);
+    uint64_t ticket = 0;
+    enum fg_err err = fg__kube_prepare_easy(c, easy, path, true, &ticket, gen, &headers, errmsg);
     if (err) {
         st->err = err;
         st->message = fg_strdup(errmsg);
@@ -102,6 +101,23 @@ out_release:
     curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(headers);
     pool_put(c, easy);
+    return err;
+}
+
+enum fg_err fg_kube_request(struct fg_kube_client *c, const char *method, const char *path,
+                            const char *content_type, const char *body, size_t len, struct fg_buf *reply,
+                            struct fg_kube_status *st)
+{
+    struct fg_kube_status local;
+    if (!st)
+        st = &local;
+    uint64_t gen;
+    enum fg_err err = attempt(c, method, path, content_type, body, len, reply, st, &gen);
+    if (err == FG_E_KUBE_UNAUTHORIZED && gen) {   /* an exec credential the server refused: one retry */
+        fg__kube_creds_invalidate(c->creds, gen);
+        fg_kube_status_cleanup(st);
+        err = attempt(c, method, path, content_type, body, len, reply, st, &gen);
+    }
     if (st == &local)
         fg_kube_status_cleanup(&local);
     return err;

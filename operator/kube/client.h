@@ -5,13 +5,27 @@
  * each on its own libcurl easy handle from a small pool, sharing one connection cache and one TLS
  * session cache (curl share handle). Requests pass a client-side token bucket (QPS and burst, as
  * client-go's rest.Config) before they go out. Authentication is bearer token (re-reading
- * `token_file` when its mtime changes) and/or a client certificate. Replies are bounded by
+ * `token_file` when its mtime changes), a client certificate, or an exec credential plugin (below),
+ * which may issue a token, a certificate or both. Replies are bounded by
  * `max_body_bytes`; a bigger one fails with FG_E_TOO_BIG. Every non-2xx reply becomes an
  * enum fg_err and, when the caller passes one, a filled `struct fg_kube_status` (status.h).
  *
  * Paths come from fg_kube_path (resource.h). Objects are sent and received as json-c objects that
  * belong to the caller. The asynchronous side (watches, lists on the loop thread) is in loop.h and
  * builds its handles with fg_kube_client_prepare_easy, so both sides authenticate identically.
+ *
+ * Exec credentials (config.h says what a plugin gets and must answer) are cached until their
+ * expirationTimestamp, or without one until the server refuses them. The plugin runs on first use,
+ * when the cached credential has expired, and when the server answers 401: the credential that was
+ * refused is dropped and the request is retried once with a fresh one (a second 401 is returned as
+ * FG_E_KUBE_UNAUTHORIZED). Runs happen one at a time on a thread the client owns, never on the
+ * caller's: a synchronous verb that needs the credential waits for the run, the loop does not wait
+ * at all — a watch or list that needs it is parked and started when the run ends, while every other
+ * transfer on the loop goes on. A run is bounded by `exec_timeout_ms` (then the plugin and its
+ * children are killed) and its output by 1 MiB. A run that fails fails the requests that waited for
+ * it with a message naming the plugin's command and the cause (exit status and stderr, malformed
+ * output, timeout); the next request runs the plugin again. Neither tokens nor the plugin's output
+ * are ever logged.
  *
  * The first fg_kube_client_new sets SIGPIPE to ignored when it is still at its default (a closed
  * TLS connection would otherwise kill the process); a handler the program installed is kept.
@@ -37,11 +51,13 @@ struct fg_kube_client_opts {
     unsigned connect_timeout_ms;
     size_t max_body_bytes;   /* largest reply accepted */
     const char *user_agent;
+    unsigned exec_timeout_ms;  /* longest run of an exec credential plugin; 0 = 30 s (never unbounded) */
 };
 
 #define FG_KUBE_CLIENT_OPTS_DEFAULT                                                     \
     { .qps = 50, .burst = 100, .timeout_ms = 30000, .connect_timeout_ms = 5000,         \
-      .max_body_bytes = 64u << 20, .user_agent = "fracgpu/" FG_VERSION }
+      .max_body_bytes = 64u << 20, .user_agent = "fracgpu/" FG_VERSION,                 \
+      .exec_timeout_ms = 30000 }
 
 struct fg_kube_client;
 
@@ -99,7 +115,9 @@ enum fg_err fg_kube_request(struct fg_kube_client *c, const char *method, const 
 /*
  * For loop.h: sets URL, TLS, authentication, user agent and Accept on `easy` for `path`, appending
  * the headers it needs to *headers (which the caller frees with curl_slist_free_all after the
- * transfer). Does not take a rate-limit token; see fg_kube_client_ratelimit_delay_ns.
+ * transfer). Does not take a rate-limit token; see fg_kube_client_ratelimit_delay_ns. With an exec
+ * plugin it waits for a run when the cached credential is missing or expired (the loop itself uses
+ * a variant that does not wait).
  */
 enum fg_err fg_kube_client_prepare_easy(struct fg_kube_client *c, CURL *easy, const char *path,
                                         struct curl_slist **headers, char *errmsg) FG_MUST_USE;

@@ -1,9 +1,11 @@
 /*
  * client_easy — configuring one curl easy handle for a request, and naming transfer failures.
  *
- * fg_kube_client_prepare_easy is the single place where a request gets its URL, TLS material,
- * credentials and standard headers; both the synchronous client and the loop use it. The bearer token comes from cfg.token or from cfg.token_file, which is
- * re-read whenever its mtime, size or inode changes (rotated service-account tokens).
+ * fg__kube_prepare_easy is the single place where a request gets its URL, TLS material,
+ * credentials and standard headers; both the synchronous client and the loop use it. The bearer
+ * token comes from cfg.token, from cfg.token_file, which is re-read whenever its mtime, size or inode
+ * changes (rotated service-account tokens), or from the exec credential cache (exec_cache.c), whose
+ * client certificate, when the plugin issued one, replaces the kubeconfig's.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -66,10 +68,24 @@ static void set_blob(CURL *easy, CURLoption opt, const char *pem)
 enum fg_err fg_kube_client_prepare_easy(struct fg_kube_client *c, CURL *easy, const char *path,
                                         struct curl_slist **headers, char *errmsg)
 {
-    char *auth;
-    enum fg_err err = auth_header(c, &auth, errmsg);
+    uint64_t ticket = 0, gen;
+    return fg__kube_prepare_easy(c, easy, path, true, &ticket, &gen, headers, errmsg);
+}
+
+enum fg_err fg__kube_prepare_easy(struct fg_kube_client *c, CURL *easy, const char *path, bool wait,
+                                  uint64_t *ticket, uint64_t *gen, struct curl_slist **headers, char *errmsg)
+{
+    char *auth = NULL;
+    struct fg__kube_cred exec = { 0 };
+    *gen = 0;
+    enum fg_err err = c->creds ? fg__kube_creds_get(c->creds, wait, ticket, &exec, gen, errmsg)
+                               : auth_header(c, &auth, errmsg);
     if (err)
         return err;
+    if (exec.token)
+        auth = fg_asprintf("Authorization: Bearer %s", exec.token);
+    const char *cert_pem = exec.cert_pem ? exec.cert_pem : c->cfg.cert_pem;
+    const char *key_pem = exec.cert_pem ? exec.key_pem : c->cfg.key_pem;
     char *url = fg_asprintf("%s%s", c->base_url, path);
     curl_easy_setopt(easy, CURLOPT_URL, url);   /* libcurl copies strings */
     free(url);
@@ -84,10 +100,10 @@ enum fg_err fg_kube_client_prepare_easy(struct fg_kube_client *c, CURL *easy, co
         curl_easy_setopt(easy, CURLOPT_CONNECT_TO, c->connect_to);
     if (c->cfg.ca_pem)
         set_blob(easy, CURLOPT_CAINFO_BLOB, c->cfg.ca_pem);
-    if (c->cfg.cert_pem) {
-        set_blob(easy, CURLOPT_SSLCERT_BLOB, c->cfg.cert_pem);
+    if (cert_pem) {
+        set_blob(easy, CURLOPT_SSLCERT_BLOB, cert_pem);
         curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
-        set_blob(easy, CURLOPT_SSLKEY_BLOB, c->cfg.key_pem);
+        set_blob(easy, CURLOPT_SSLKEY_BLOB, key_pem);
         curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
     }
     if (c->cfg.insecure_skip_tls_verify) {
@@ -101,6 +117,7 @@ enum fg_err fg_kube_client_prepare_easy(struct fg_kube_client *c, CURL *easy, co
         explicit_bzero(auth, strlen(auth));
         free(auth);
     }
+    fg__kube_cred_cleanup(&exec);
     return FG_OK;
 }
 

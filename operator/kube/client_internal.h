@@ -8,10 +8,12 @@
 #define FG_KUBE_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "operator/kube/client.h"
 #include "base/tokenbucket.h"
+#include "operator/kube/exec_internal.h"
 
 #define FG__KUBE_POOL_MAX 16
 
@@ -34,7 +36,19 @@ struct fg_kube_client {
     struct timespec token_mtime;
     off_t token_size;
     ino_t token_ino;
+
+    struct fg__kube_creds *creds;       /* the exec plugin's credential cache, or NULL */
 };
+
+/*
+ * fg_kube_client_prepare_easy with the exec credential's terms. `wait` false (the loop) returns
+ * FG_E_BUSY instead of waiting for the plugin, *ticket keeping the caller's place (see
+ * fg__kube_creds_get); *gen is the generation of the exec credential sent (0: none), which a 401
+ * hands to fg__kube_creds_invalidate before the one retry.
+ */
+enum fg_err fg__kube_prepare_easy(struct fg_kube_client *c, CURL *easy, const char *path, bool wait,
+                                  uint64_t *ticket, uint64_t *gen, struct curl_slist **headers,
+                                  char *errmsg) FG_MUST_USE;
 
 /* Sets the method and body on a prepared handle (body is borrowed for the transfer). */
 void fg__kube_easy_set_body(CURL *easy, const char *method, const char *body, size_t len);

@@ -3,7 +3,8 @@
  *
  * fg_kube_client_new deep-copies the config, rewrites the server URL when tls-server-name is set
  * (the URL names the TLS name, CURLOPT_CONNECT_TO sends the connection to the real host), and makes
- * the curl share handle. The share holds the DNS cache and TLS sessions only: libcurl does not
+ * the curl share handle, and the exec credential cache when the user is an exec plugin (exec_cache.c;
+ * its refresher thread is joined by fg_kube_client_free). The share holds the DNS cache and TLS sessions only: libcurl does not
  * support one connection cache used by concurrent threads (CURLSHOPT_SHARE documentation), so live
  * connections are reused through the pool of easy handles instead (client.c). The client owns
  * everything it holds; fg_kube_client_free releases it all, pooled handles included.
@@ -97,6 +98,8 @@ enum fg_err fg_kube_client_new(const struct fg_kube_config *cfg, const struct fg
         return fg_errmsg(errmsg, FG_E_INVAL, "the configuration has no server");
     if (!cfg->cert_pem != !cfg->key_pem)
         return fg_errmsg(errmsg, FG_E_INVAL, "a client certificate needs a client key and the other way round");
+    if (cfg->exec && (!cfg->exec->command || !cfg->exec->command[0] || !cfg->exec->api_version))
+        return fg_errmsg(errmsg, FG_E_INVAL, "an exec credential plugin needs a command and an apiVersion");
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, ignore_sigpipe);
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -104,6 +107,7 @@ enum fg_err fg_kube_client_new(const struct fg_kube_config *cfg, const struct fg
     c->cfg = (struct fg_kube_config){
         .server = fg_strdup(cfg->server), .ca_pem = fg__kube_dup_opt(cfg->ca_pem), .cert_pem = fg__kube_dup_opt(cfg->cert_pem),
         .key_pem = fg__kube_dup_opt(cfg->key_pem), .token = fg__kube_dup_opt(cfg->token), .token_file = fg__kube_dup_opt(cfg->token_file),
+        .exec = fg_kube_exec_dup(cfg->exec),
         .tls_server_name = fg__kube_dup_opt(cfg->tls_server_name), .insecure_skip_tls_verify = cfg->insecure_skip_tls_verify,
         .namespace = fg_strdup(cfg->namespace ? cfg->namespace : "default"),
     };
@@ -112,6 +116,8 @@ enum fg_err fg_kube_client_new(const struct fg_kube_config *cfg, const struct fg
     c->opts.user_agent = c->agent;
     if (c->opts.max_body_bytes == 0)
         c->opts.max_body_bytes = defaults.max_body_bytes;
+    if (c->opts.exec_timeout_ms == 0)
+        c->opts.exec_timeout_ms = defaults.exec_timeout_ms;
     for (size_t i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_locks[i], NULL);
     pthread_mutex_init(&c->pool_lock, NULL);
@@ -130,6 +136,8 @@ enum fg_err fg_kube_client_new(const struct fg_kube_config *cfg, const struct fg
         fg_kube_client_free(c);
         return err;
     }
+    if (c->cfg.exec && !c->cfg.token && !c->cfg.token_file)   /* a static token wins, as in client-go */
+        c->creds = fg__kube_creds_new(&c->cfg, c->opts.exec_timeout_ms);
     *out = c;
     return FG_OK;
 }
@@ -138,6 +146,7 @@ void fg_kube_client_free(struct fg_kube_client *c)
 {
     if (!c)
         return;
+    fg__kube_creds_free(c->creds);
     for (size_t i = 0; i < c->npool; i++)
         curl_easy_cleanup(c->pool[i]);
     curl_share_cleanup(c->share);

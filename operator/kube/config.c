@@ -5,8 +5,9 @@
  * a cluster and a user by name from the `clusters`, `users` and `contexts` lists. Inline *-data
  * fields are base64 (OpenSSL's decoder); file fields are read now, relative to the kubeconfig's
  * directory, so the resulting struct holds PEM text. Only tokenFile stays a path (re-read by the
- * client as tokens rotate). On any failure the half-built config is cleaned up and errmsg names
- * the file, the entry and the field. The in-cluster loader lives in config_incluster.c.
+ * client as tokens rotate), and an exec plugin's command (config_exec.c reads that stanza). On any
+ * failure the half-built config is cleaned up and errmsg names the file, the entry and the field.
+ * The in-cluster loader lives in config_incluster.c.
  */
 #include "operator/kube/config.h"
 
@@ -16,19 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "base/mem.h"
+#include "operator/kube/config_internal.h"
 #include "operator/kube/internal.h"
 
-struct kubeconfig {
-    const char *path;
-    char *dir;
-    yaml_document_t doc;
-    char *errmsg;
-};
-
-static yaml_node_t *map_get(struct kubeconfig *k, yaml_node_t *map, const char *key)
+yaml_node_t *fg__kubeconfig_get(struct fg__kubeconfig *k, yaml_node_t *map, const char *key)
 {
     if (!map || map->type != YAML_MAPPING_NODE)
         return NULL;
@@ -48,11 +42,11 @@ static bool is_null_scalar(const yaml_node_t *n)
 }
 
 /* *out = the string at map[key] (borrowed from the document), NULL when absent or null. */
-static enum fg_err get_str(struct kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
+enum fg_err fg__kubeconfig_str(struct fg__kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
                            const char **out)
 {
     *out = NULL;
-    yaml_node_t *n = map_get(k, map, key);
+    yaml_node_t *n = fg__kubeconfig_get(k, map, key);
     if (!n)
         return FG_OK;
     if (n->type != YAML_SCALAR_NODE)
@@ -63,11 +57,11 @@ static enum fg_err get_str(struct kubeconfig *k, yaml_node_t *map, const char *w
     return FG_OK;
 }
 
-static enum fg_err get_bool(struct kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
+enum fg_err fg__kubeconfig_bool(struct fg__kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
                             bool *out)
 {
     const char *v;
-    enum fg_err err = get_str(k, map, where, key, &v);
+    enum fg_err err = fg__kubeconfig_str(k, map, where, key, &v);
     if (err || !v)
         return err;
     static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "on" };
@@ -83,17 +77,17 @@ static enum fg_err get_bool(struct kubeconfig *k, yaml_node_t *map, const char *
 }
 
 /* Finds the entry named `name` in the list `list` and returns its `inner` mapping. */
-static enum fg_err find_named(struct kubeconfig *k, const char *list, const char *inner, const char *name,
+static enum fg_err find_named(struct fg__kubeconfig *k, const char *list, const char *inner, const char *name,
                               const char *referrer, yaml_node_t **out)
 {
-    yaml_node_t *seq = map_get(k, yaml_document_get_root_node(&k->doc), list);
+    yaml_node_t *seq = fg__kubeconfig_get(k, yaml_document_get_root_node(&k->doc), list);
     if (seq && seq->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
             yaml_node_t *entry = yaml_document_get_node(&k->doc, *it);
-            yaml_node_t *nn = map_get(k, entry, "name");
+            yaml_node_t *nn = fg__kubeconfig_get(k, entry, "name");
             if (!nn || nn->type != YAML_SCALAR_NODE || strcmp((const char *)nn->data.scalar.value, name) != 0)
                 continue;
-            *out = map_get(k, entry, inner);
+            *out = fg__kubeconfig_get(k, entry, inner);
             if (!*out || (*out)->type != YAML_MAPPING_NODE)
                 return fg_errmsg(k->errmsg, FG_E_PARSE, "kubeconfig %s: %s entry \"%s\" has no \"%s\" mapping",
                                  k->path, list, name, inner);
@@ -105,7 +99,7 @@ static enum fg_err find_named(struct kubeconfig *k, const char *list, const char
 }
 
 /* Base64 as written in kubeconfigs (whitespace tolerated, padding required). */
-static enum fg_err decode_base64(struct kubeconfig *k, const char *where, const char *key, const char *in,
+static enum fg_err decode_base64(struct fg__kubeconfig *k, const char *where, const char *key, const char *in,
                                  char **out)
 {
     size_t n = strlen(in);
@@ -131,23 +125,32 @@ static enum fg_err decode_base64(struct kubeconfig *k, const char *where, const 
     return FG_OK;
 }
 
+char *fg__kubeconfig_resolve(const struct fg__kubeconfig *k, const char *file)
+{
+    if (file[0] == '/')
+        return fg_strdup(file);
+    while (file[0] == '.' && file[1] == '/')
+        file += 2;
+    return fg_asprintf("%s/%s", k->dir, file);
+}
+
 /* PEM from `<key>-data` (base64) or from the file named by `<key>`; *out stays NULL when neither. */
-static enum fg_err load_pem(struct kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
+static enum fg_err load_pem(struct fg__kubeconfig *k, yaml_node_t *map, const char *where, const char *key,
                             char **out)
 {
     char data_key[64];
     snprintf(data_key, sizeof data_key, "%s-data", key);
     const char *data, *file;
-    enum fg_err err = get_str(k, map, where, data_key, &data);
+    enum fg_err err = fg__kubeconfig_str(k, map, where, data_key, &data);
     if (!err)
-        err = get_str(k, map, where, key, &file);
+        err = fg__kubeconfig_str(k, map, where, key, &file);
     if (err)
         return err;
     if (data)
         return decode_base64(k, where, data_key, data, out);
     if (!file)
         return FG_OK;
-    char *path = file[0] == '/' ? fg_strdup(file) : fg_asprintf("%s/%s", k->dir, file);
+    char *path = fg__kubeconfig_resolve(k, file);
     char what[256];
     snprintf(what, sizeof what, "kubeconfig %s: %s: \"%s\"", k->path, where, key);
     err = fg__kube_read_small_file(path, what, out, k->errmsg);
@@ -155,12 +158,14 @@ static enum fg_err load_pem(struct kubeconfig *k, yaml_node_t *map, const char *
     return err;
 }
 
-static enum fg_err load_cluster(struct kubeconfig *k, yaml_node_t *cl, const char *where, struct fg_kube_config *cfg)
+static enum fg_err load_cluster(struct fg__kubeconfig *k, yaml_node_t *cl, const char *where,
+                                struct fg_kube_config *cfg)
 {
     const char *server, *sni;
     enum fg_err err;
-    if ((err = get_str(k, cl, where, "server", &server)) || (err = get_str(k, cl, where, "tls-server-name", &sni)) ||
-        (err = get_bool(k, cl, where, "insecure-skip-tls-verify", &cfg->insecure_skip_tls_verify)) ||
+    if ((err = fg__kubeconfig_str(k, cl, where, "server", &server)) ||
+        (err = fg__kubeconfig_str(k, cl, where, "tls-server-name", &sni)) ||
+        (err = fg__kubeconfig_bool(k, cl, where, "insecure-skip-tls-verify", &cfg->insecure_skip_tls_verify)) ||
         (err = load_pem(k, cl, where, "certificate-authority", &cfg->ca_pem)))
         return err;
     if (!server)
@@ -173,33 +178,28 @@ static enum fg_err load_cluster(struct kubeconfig *k, yaml_node_t *cl, const cha
     return FG_OK;
 }
 
-static enum fg_err load_user(struct kubeconfig *k, yaml_node_t *u, const char *where, struct fg_kube_config *cfg)
+static enum fg_err load_user(struct fg__kubeconfig *k, yaml_node_t *u, const char *where,
+                             struct fg_kube_config *cfg)
 {
     const char *token, *token_file;
     enum fg_err err;
-    if ((err = get_str(k, u, where, "token", &token)) || (err = get_str(k, u, where, "tokenFile", &token_file)) ||
+    if ((err = fg__kubeconfig_str(k, u, where, "token", &token)) ||
+        (err = fg__kubeconfig_str(k, u, where, "tokenFile", &token_file)) ||
         (err = load_pem(k, u, where, "client-certificate", &cfg->cert_pem)) ||
-        (err = load_pem(k, u, where, "client-key", &cfg->key_pem)))
+        (err = load_pem(k, u, where, "client-key", &cfg->key_pem)) ||
+        (err = fg__kubeconfig_load_exec(k, u, where, &cfg->exec)))
         return err;
     if (!cfg->cert_pem != !cfg->key_pem)
         return fg_errmsg(k->errmsg, FG_E_PARSE, "kubeconfig %s: %s has a client %s but no client %s", k->path,
                          where, cfg->cert_pem ? "certificate" : "key", cfg->cert_pem ? "key" : "certificate");
-    if (!token && !token_file && !cfg->cert_pem) {
-        static const char *const plugins[] = { "exec", "auth-provider" };
-        for (size_t i = 0; i < 2; i++)
-            if (map_get(k, u, plugins[i]))
-                return fg_errmsg(k->errmsg, FG_E_UNSUPPORTED,
-                                 "kubeconfig %s: %s uses \"%s\" credentials, which are not supported; "
-                                 "use token, tokenFile or a client certificate", k->path, where, plugins[i]);
-    }
     if (token)
         cfg->token = fg_strdup(token);
     if (token_file)
-        cfg->token_file = token_file[0] == '/' ? fg_strdup(token_file) : fg_asprintf("%s/%s", k->dir, token_file);
+        cfg->token_file = fg__kubeconfig_resolve(k, token_file);
     return FG_OK;
 }
 
-static enum fg_err load_context(struct kubeconfig *k, const char *context, struct fg_kube_config *cfg)
+static enum fg_err load_context(struct fg__kubeconfig *k, const char *context, struct fg_kube_config *cfg)
 {
     yaml_node_t *root = yaml_document_get_root_node(&k->doc);
     if (!root)
@@ -208,7 +208,7 @@ static enum fg_err load_context(struct kubeconfig *k, const char *context, struc
         return fg_errmsg(k->errmsg, FG_E_PARSE, "kubeconfig %s: the document is not a mapping", k->path);
     enum fg_err err;
     if (!context) {
-        if ((err = get_str(k, root, "top level", "current-context", &context)))
+        if ((err = fg__kubeconfig_str(k, root, "top level", "current-context", &context)))
             return err;
         if (!context)
             return fg_errmsg(k->errmsg, FG_E_NOT_FOUND_LOCAL,
@@ -220,11 +220,11 @@ static enum fg_err load_context(struct kubeconfig *k, const char *context, struc
     const char *cluster, *user, *ns;
     err = find_named(k, "contexts", "context", context, "the configuration", &ctx);
     if (!err)
-        err = get_str(k, ctx, where, "cluster", &cluster);
+        err = fg__kubeconfig_str(k, ctx, where, "cluster", &cluster);
     if (!err)
-        err = get_str(k, ctx, where, "user", &user);
+        err = fg__kubeconfig_str(k, ctx, where, "user", &user);
     if (!err)
-        err = get_str(k, ctx, where, "namespace", &ns);
+        err = fg__kubeconfig_str(k, ctx, where, "namespace", &ns);
     if (err)
         return err;
     if (!cluster)
@@ -245,7 +245,7 @@ static enum fg_err load_context(struct kubeconfig *k, const char *context, struc
     return FG_OK;
 }
 
-static enum fg_err load_document(struct kubeconfig *k, FILE *f)
+static enum fg_err load_document(struct fg__kubeconfig *k, FILE *f)
 {
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
@@ -264,7 +264,7 @@ enum fg_err fg_kube_config_load_file(const char *path, const char *context, stru
                                      char *errmsg)
 {
     memset(cfg, 0, sizeof *cfg);
-    struct kubeconfig k = { .path = path, .errmsg = errmsg };
+    struct fg__kubeconfig k = { .path = path, .errmsg = errmsg };
     FILE *f = fopen(path, "rb");
     if (!f)
         return fg_errmsg(errmsg, FG_E_IO, "kubeconfig %s: cannot open: %s", path, strerror(errno));
@@ -319,6 +319,7 @@ void fg_kube_config_cleanup(struct fg_kube_config *cfg)
     free(cfg->key_pem);
     free(cfg->token);
     free(cfg->token_file);
+    fg_kube_exec_free(cfg->exec);
     free(cfg->tls_server_name);
     free(cfg->namespace);
     memset(cfg, 0, sizeof *cfg);

@@ -8,8 +8,10 @@
  * transfers are collected with curl_multi_info_read after every action and completed in
  * loop_call.c, never from inside a libcurl callback. Other threads reach the loop only through
  * fg_kube_loop_call: a mutex-protected FIFO and a user event made active with event_active()
- * (libevent runs with evthread_use_pthreads, so that is safe from any thread). The loop owns the
- * event_base, the multi handle and every call; the client is borrowed and must outlive it.
+ * (libevent runs with evthread_use_pthreads, so that is safe from any thread). The exec credential
+ * cache reaches it the same way: the loop listens to it from new to free, and each ended plugin run
+ * queues fg__kube_loop_creds_ready. The loop owns the event_base, the multi handle and every call;
+ * the client is borrowed and must outlive it.
  */
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -18,6 +20,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "operator/kube/client_internal.h"
 #include "operator/kube/loop_internal.h"
 
 struct fg__kube_queued {
@@ -120,6 +123,13 @@ static void on_wake(evutil_socket_t fd, short what, void *ud)
     }
 }
 
+/* On the exec credential cache's refresher thread: hand the news to the loop thread. */
+static void creds_ran(void *ud)
+{
+    struct fg_kube_loop *loop = ud;
+    fg_kube_loop_call(loop, fg__kube_loop_creds_ready, loop);
+}
+
 enum fg_err fg_kube_loop_new(struct fg_kube_client *client, struct fg_kube_loop **out, char *errmsg)
 {
     *out = NULL;
@@ -144,6 +154,8 @@ enum fg_err fg_kube_loop_new(struct fg_kube_client *client, struct fg_kube_loop 
     curl_multi_setopt(loop->multi, CURLMOPT_SOCKETDATA, loop);
     curl_multi_setopt(loop->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
     curl_multi_setopt(loop->multi, CURLMOPT_TIMERDATA, loop);
+    if (client->creds)
+        fg__kube_creds_listen(client->creds, creds_ran, loop);
     *out = loop;
     return FG_OK;
 }
@@ -209,6 +221,8 @@ void fg_kube_loop_free(struct fg_kube_loop *loop)
 {
     if (!loop)
         return;
+    if (loop->client->creds)
+        fg__kube_creds_unlisten(loop->client->creds, loop);   /* no creds_ran from here on */
     fg_kube_loop_stop(loop);
     drain_queue(loop);
     if (loop->multi)

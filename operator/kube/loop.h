@@ -7,7 +7,9 @@
  * here is called back on the loop thread, and the fg_kube_loop_* request functions must themselves be
  * called on the loop thread; other threads hand work over with fg_kube_loop_call (a locked queue plus
  * a wake-up event). Requests take client-side rate-limit tokens without blocking: when none is free
- * the transfer starts later on a timer.
+ * the transfer starts later on a timer. Nor do they wait for an exec credential plugin: a call whose
+ * credential must first be fetched (client.h) is parked and starts when the plugin's run ends, and
+ * one whose exec credential the server refuses (401) is started once more with a fresh one.
  *
  * Lifecycle: new → start (spawns the thread) → stop (cancels every call: their callbacks are not
  * invoked after stop returns, and every call handle is freed, so none may be cancelled afterwards) →

@@ -5,8 +5,10 @@
  * timer event, never directly: the timer first asks the client's token bucket for a token (re-arming
  * itself for the returned delay when there is none), and starting from the event loop also keeps
  * curl_multi_add_handle out of libcurl callbacks (a watch consumer may start a call from on_event).
- * Results are delivered in fg__kube_call_finished, after libcurl has returned. Cancelling marks
- * the call so no callback runs again; when libcurl is on the stack the handle cannot be removed yet,
+ * Results are delivered in fg__kube_call_finished, after libcurl has returned. A call whose exec
+ * credential is being fetched is parked (awaiting_cred) rather than started, and rescheduled when
+ * the plugin's run ends; a 401 to its exec credential reschedules it once. Cancelling marks the
+ * call so no callback runs again; when libcurl is on the stack the handle cannot be removed yet,
  * so the call is parked on the loop's dead list and freed by fg__kube_loop_reap. A call that is
  * delivering its final callback is freed when the callback returns.
  */
@@ -115,7 +117,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
     return size * n;
 }
 
-/* Configures the easy handle for the call's current request; fails when the credentials cannot be read. */
+/* Configures the easy handle for the call's current request; fails when the credentials cannot be read,
+ * and with FG_E_BUSY while the exec plugin runs for them. */
 static enum fg_err prepare(struct fg_kube_call *call)
 {
     struct fg_kube_client *c = call->loop->client;
@@ -124,8 +127,10 @@ static enum fg_err prepare(struct fg_kube_call *call)
     call->headers = NULL;
     fg_buf_reset(&call->reply);
     call->too_big = false;
+    call->http_code = 0;
     call->curl_err[0] = '\0';
-    enum fg_err err = fg_kube_client_prepare_easy(c, call->easy, call->path, &call->headers, call->errmsg);
+    enum fg_err err = fg__kube_prepare_easy(c, call->easy, call->path, false, &call->ticket, &call->cred_gen,
+                                            &call->headers, call->errmsg);
     if (err)
         return err;
     if (call->content_type) {
@@ -164,6 +169,10 @@ static void on_start(evutil_socket_t fd, short what, void *ud)
         return;
     }
     enum fg_err err = prepare(call);
+    if (err == FG_E_BUSY) {
+        call->awaiting_cred = true;   /* fg__kube_loop_creds_ready starts it again */
+        return;
+    }
     if (err) {
         fail_start(call, err);
         return;
@@ -177,6 +186,17 @@ void fg__kube_call_schedule(struct fg_kube_call *call)
     detach(call);
     struct timeval now = { 0, 0 };
     evtimer_add(call->start, &now);
+}
+
+void fg__kube_loop_creds_ready(void *ud)
+{
+    struct fg_kube_loop *loop = ud;
+    for (struct fg_kube_call *call = loop->calls; call; call = call->next) {
+        if (call->awaiting_cred) {
+            call->awaiting_cred = false;
+            fg__kube_call_schedule(call);
+        }
+    }
 }
 
 struct fg_kube_call *fg__kube_call_new(struct fg_kube_loop *loop, enum fg__kube_call_kind kind, const char *method,
@@ -266,7 +286,12 @@ void fg__kube_call_finished(struct fg_kube_call *call, CURLcode rc)
     long code = 0;
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &code);
     err = fg_kube_status_from_reply(code, call->reply.data, call->reply.len, fg__kube_retry_after(call->easy), &st);
-    if (err) {
+    if (err == FG_E_KUBE_UNAUTHORIZED && call->cred_gen && !call->auth_retried) {
+        /* the server refused the exec credential: drop it and go again once (a watch has seen no event) */
+        fg__kube_creds_invalidate(call->loop->client->creds, call->cred_gen);
+        call->auth_retried = true;
+        fg__kube_call_schedule(call);
+    } else if (err) {
         fg__kube_call_finish(call, err, &st, NULL, st.message);
     } else if (call->kind == CALL_LIST) {
         fg__kube_list_page_done(call, &st);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <event2/util.h>
 
@@ -50,6 +51,10 @@ struct fg_kube_call {
     struct fg_buf reply;
     char curl_err[CURL_ERROR_SIZE];
     bool in_multi, cancelled, delivering, too_big;
+    bool awaiting_cred;    /* parked until the exec plugin's run ends (fg__kube_loop_creds_ready) */
+    bool auth_retried;     /* a 401 has already cost this call its exec credential */
+    uint64_t ticket;       /* place in the exec credential cache's queue, see fg__kube_creds_get */
+    uint64_t cred_gen;     /* generation of the exec credential the transfer sent, 0 = none */
     void *ud;
     /* request */
     fg_kube_done_fn *done;
@@ -78,6 +83,8 @@ void fg__kube_call_finished(struct fg_kube_call *call, CURLcode rc);
 void fg__kube_loop_reap(struct fg_kube_loop *loop);
 /* Cancels every call (stop). */
 void fg__kube_loop_cancel_all(struct fg_kube_loop *loop);
+/* The exec plugin's run has ended: restarts every call parked for its credential. */
+void fg__kube_loop_creds_ready(void *loop);
 
 /* A new call, linked into the loop; the kind-specific fields are the caller's to fill. */
 struct fg_kube_call *fg__kube_call_new(struct fg_kube_loop *loop, enum fg__kube_call_kind kind, const char *method,

@@ -1,4 +1,5 @@
-/* Tests for kubeconfig and in-cluster loading: every auth shape, and every kind of broken file. */
+/* Tests for kubeconfig and in-cluster loading: every auth shape (exec plugins included), and every kind of
+ * broken file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,9 +187,128 @@ static void broken_files_name_the_problem(void **state)
                    "users:\n- name: u\n  user:\n    client-certificate-data: QUJD\n",
                    NULL, FG_E_PARSE, "user \"u\"", "client key");
     expect_failure("current-context: [a]\n", NULL, FG_E_PARSE, "current-context", "string");
-    expect_failure("current-context: x\n" GOOD_CLUSTER "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-                   "users:\n- name: u\n  user:\n    exec:\n      command: gke-gcloud-auth-plugin\n",
-                   NULL, FG_E_UNSUPPORTED, "user \"u\"", "\"exec\"");
+}
+
+/* What `aws eks update-kubeconfig` writes: v1beta1, a PATH command, `env: null`, no interactiveMode. */
+static void exec_stanza_as_eks_writes_it(void **state)
+{
+    (void)state;
+    char *p = write_file("eks.yaml",
+        "current-context: eks\n" GOOD_CLUSTER "contexts:\n- name: eks\n  context: {cluster: c, user: arn}\n"
+        "users:\n- name: arn\n  user:\n    exec:\n"
+        "      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n"
+        "      args:\n      - --region\n      - us-west-2\n      - eks\n      - get-token\n"
+        "      - --cluster-name\n      - prod\n      env: null\n");
+    struct fg_kube_config cfg;
+    char err[FG_ERRMSG_MAX] = "";
+    assert_int_equal(fg_kube_config_load_file(p, NULL, &cfg, err), FG_OK);
+    assert_non_null(cfg.exec);
+    assert_null(cfg.token);
+    assert_string_equal(cfg.exec->command, "aws");   /* no slash: looked up on PATH when it runs */
+    assert_string_equal(cfg.exec->api_version, "client.authentication.k8s.io/v1beta1");
+    assert_int_equal(cfg.exec->nargs, 6);
+    assert_string_equal(cfg.exec->args[0], "--region");
+    assert_string_equal(cfg.exec->args[5], "prod");
+    assert_int_equal(cfg.exec->nenv, 0);
+    assert_false(cfg.exec->provide_cluster_info);
+    assert_null(cfg.exec->install_hint);
+    /* the copy the client keeps is deep */
+    struct fg_kube_exec *copy = fg_kube_exec_dup(cfg.exec);
+    fg_kube_config_cleanup(&cfg);
+    assert_string_equal(copy->args[3], "get-token");
+    fg_kube_exec_free(copy);
+    assert_null(fg_kube_exec_dup(NULL));
+    free(p);
+}
+
+/* What GKE writes (v1, installHint, provideClusterInfo), plus env and a command relative to the file. */
+static void exec_stanza_v1_with_env_and_relative_command(void **state)
+{
+    (void)state;
+    char *p = write_file("conf/gke.yaml",
+        "current-context: g\n" GOOD_CLUSTER "contexts:\n- name: g\n  context: {cluster: c, user: u}\n"
+        "- name: abs\n  context: {cluster: c, user: a}\n"
+        "users:\n- name: u\n  user:\n    exec:\n"
+        "      apiVersion: client.authentication.k8s.io/v1\n      command: ./bin/gke-plugin\n"
+        "      installHint: Install gke-gcloud-auth-plugin for use with kubectl\n"
+        "      provideClusterInfo: true\n      interactiveMode: IfAvailable\n"
+        "      env:\n      - name: CLOUDSDK_CORE_PROJECT\n        value: ml-prod\n      - name: EMPTY\n"
+        "- name: a\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+        "      command: /opt/bin/plugin\n      interactiveMode: Never\n      args: []\n");
+    struct fg_kube_config cfg;
+    char err[FG_ERRMSG_MAX] = "";
+    assert_int_equal(fg_kube_config_load_file(p, NULL, &cfg, err), FG_OK);
+    char *want = fg_asprintf("%s/conf/bin/gke-plugin", dir);
+    assert_string_equal(cfg.exec->command, want);
+    assert_string_equal(cfg.exec->api_version, "client.authentication.k8s.io/v1");
+    assert_string_equal(cfg.exec->install_hint, "Install gke-gcloud-auth-plugin for use with kubectl");
+    assert_true(cfg.exec->provide_cluster_info);
+    assert_int_equal(cfg.exec->nenv, 2);
+    assert_string_equal(cfg.exec->env[0].name, "CLOUDSDK_CORE_PROJECT");
+    assert_string_equal(cfg.exec->env[0].value, "ml-prod");
+    assert_string_equal(cfg.exec->env[1].name, "EMPTY");
+    assert_string_equal(cfg.exec->env[1].value, "");
+    assert_int_equal(cfg.exec->nargs, 0);
+    fg_kube_config_cleanup(&cfg);
+    assert_int_equal(fg_kube_config_load_file(p, "abs", &cfg, err), FG_OK);
+    assert_string_equal(cfg.exec->command, "/opt/bin/plugin");
+    fg_kube_config_cleanup(&cfg);
+    free(want);
+    free(p);
+}
+
+#define EXEC_USER "current-context: x\n" GOOD_CLUSTER "contexts:\n- name: x\n  context: {cluster: c, user: u}\n" \
+                  "users:\n- name: u\n  user:\n"
+#define V1 "      apiVersion: client.authentication.k8s.io/v1\n"
+
+static void bad_exec_and_auth_provider_stanzas(void **state)
+{
+    (void)state;
+    expect_failure(EXEC_USER "    exec:\n      command: gke-gcloud-auth-plugin\n", NULL, FG_E_PARSE,
+                   "user \"u\": exec has no \"apiVersion\"", "client.authentication.k8s.io/v1");
+    expect_failure(EXEC_USER "    exec:\n      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: x\n",
+                   NULL, FG_E_UNSUPPORTED, "apiVersion \"client.authentication.k8s.io/v1alpha1\"", "not supported");
+    expect_failure(EXEC_USER "    exec:\n" V1 "      args: [a]\n", NULL, FG_E_PARSE, "exec has no \"command\"", NULL);
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      interactiveMode: Always\n", NULL,
+                   FG_E_UNSUPPORTED, "interactiveMode Always", "Never or IfAvailable");
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      interactiveMode: Sometimes\n", NULL,
+                   FG_E_PARSE, "\"Sometimes\"", NULL);
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      env:\n      - value: v\n", NULL,
+                   FG_E_PARSE, "exec: env[0]", "\"name\"");
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      env:\n      - name: A=B\n", NULL,
+                   FG_E_PARSE, "exec: env[0]", "'='");
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      env: {A: b}\n", NULL, FG_E_PARSE,
+                   "\"env\" must be a list", NULL);
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      args: --region\n", NULL, FG_E_PARSE,
+                   "\"args\" must be a list", NULL);
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      args: [a, {b: c}]\n", NULL, FG_E_PARSE,
+                   "args[1] must be a string", NULL);
+    expect_failure(EXEC_USER "    exec:\n" V1 "      command: x\n      provideClusterInfo: perhaps\n", NULL,
+                   FG_E_PARSE, "provideClusterInfo", "perhaps");
+    expect_failure(EXEC_USER "    exec: gke-gcloud-auth-plugin\n", NULL, FG_E_PARSE, "exec must be a mapping", NULL);
+    expect_failure(EXEC_USER "    auth-provider:\n      name: gcp\n      config: {access-token: old}\n", NULL,
+                   FG_E_UNSUPPORTED, "auth-provider \"gcp\"", "gke-gcloud-auth-plugin");
+    expect_failure(EXEC_USER "    auth-provider:\n      name: azure\n", NULL, FG_E_UNSUPPORTED,
+                   "auth-provider \"azure\"", "kubelogin convert-kubeconfig");
+    expect_failure(EXEC_USER "    auth-provider:\n      name: oidc\n      config: {idp-issuer-url: https://i}\n",
+                   NULL, FG_E_UNSUPPORTED, "auth-provider \"oidc\"", "kubelogin");
+    expect_failure(EXEC_USER "    token: t\n    auth-provider: {name: openstack}\n", NULL, FG_E_UNSUPPORTED,
+                   "\"openstack\"", "exec credential plugin");
+}
+
+/* A static token and exec side by side both load; the client lets the token win, as client-go does. */
+static void exec_beside_a_token_loads(void **state)
+{
+    (void)state;
+    char *p = write_file("both.yaml", EXEC_USER "    token: t\n    exec:\n" V1 "      command: x\n");
+    struct fg_kube_config cfg;
+    char err[FG_ERRMSG_MAX] = "";
+    assert_int_equal(fg_kube_config_load_file(p, NULL, &cfg, err), FG_OK);
+    assert_string_equal(cfg.token, "t");
+    assert_string_equal(cfg.exec->command, "x");
+    fg_kube_config_cleanup(&cfg);
+    assert_null(cfg.exec);
+    free(p);
 }
 
 static void missing_file_is_io_error(void **state)
@@ -267,6 +387,10 @@ int main(void)
         cmocka_unit_test(named_context_and_base64_data),
         cmocka_unit_test(files_resolved_relative_to_kubeconfig),
         cmocka_unit_test(broken_files_name_the_problem),
+        cmocka_unit_test(exec_stanza_as_eks_writes_it),
+        cmocka_unit_test(exec_stanza_v1_with_env_and_relative_command),
+        cmocka_unit_test(bad_exec_and_auth_provider_stanzas),
+        cmocka_unit_test(exec_beside_a_token_loads),
         cmocka_unit_test(missing_file_is_io_error),
         cmocka_unit_test(in_cluster),
         cmocka_unit_test(default_chain_prefers_kubeconfig_env),

@@ -62,6 +62,8 @@ void test_tls_init(struct test_tls *t)
         X509_STORE_add_cert(SSL_CTX_get_cert_store(t->mtls_ctx), x) != 1)
         abort();
     SSL_CTX_set_verify(t->mtls_ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+    /* a verifying server must name its sessions, or resuming one (a second client connection) fails */
+    SSL_CTX_set_session_id_context(t->mtls_ctx, (const unsigned char *)"fracgpu-test", 12);
     X509_free(x);
     EVP_PKEY_free(key);
 }

@@ -1,0 +1,197 @@
+/*
+ * exec_proto — the ExecCredential protocol of client.authentication.k8s.io, both directions.
+ *
+ * In: the KUBERNETES_EXEC_INFO value, an ExecCredential whose spec says the plugin has no terminal
+ * and, when the kubeconfig asks for it, describes the cluster (the field names are the ones of the
+ * API's Cluster type: server, tls-server-name, insecure-skip-tls-verify, certificate-authority-data).
+ * Out: the plugin's stdout, checked as client-go checks it — kind ExecCredential in the requested
+ * apiVersion, a status with a token or a certificate and key — with the expiry read from RFC 3339
+ * (what metav1.Time accepts: a 'T', optional fractional seconds, Z or a numeric offset).
+ */
+#include <ctype.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "base/mem.h"
+#include "operator/kube/exec_internal.h"
+
+static void free_secret(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        free(s);
+    }
+}
+
+void fg__kube_cred_cleanup(struct fg__kube_cred *cred)
+{
+    free_secret(cred->token);
+    free_secret(cred->cert_pem);
+    free_secret(cred->key_pem);
+    memset(cred, 0, sizeof *cred);
+}
+
+static char *dup_opt(const char *s)
+{
+    return s ? fg_strdup(s) : NULL;
+}
+
+void fg__kube_cred_copy(struct fg__kube_cred *dst, const struct fg__kube_cred *src)
+{
+    *dst = (struct fg__kube_cred){ .token = dup_opt(src->token), .cert_pem = dup_opt(src->cert_pem),
+                                   .key_pem = dup_opt(src->key_pem), .expiry_ms = src->expiry_ms };
+}
+
+char *fg__kube_exec_info(const struct fg_kube_config *cfg)
+{
+    json_object *info = json_object_new_object(), *spec = json_object_new_object();
+    json_object_object_add(info, "apiVersion", json_object_new_string(cfg->exec->api_version));
+    json_object_object_add(info, "kind", json_object_new_string("ExecCredential"));
+    json_object_object_add(info, "spec", spec);
+    json_object_object_add(spec, "interactive", json_object_new_boolean(0));
+    if (cfg->exec->provide_cluster_info) {
+        json_object *cluster = json_object_new_object();
+        json_object_object_add(spec, "cluster", cluster);
+        json_object_object_add(cluster, "server", json_object_new_string(cfg->server));
+        if (cfg->tls_server_name)
+            json_object_object_add(cluster, "tls-server-name", json_object_new_string(cfg->tls_server_name));
+        if (cfg->insecure_skip_tls_verify)
+            json_object_object_add(cluster, "insecure-skip-tls-verify", json_object_new_boolean(1));
+        if (cfg->ca_pem) {
+            size_t n = strlen(cfg->ca_pem);
+            char *b64 = fg_malloc(4 * ((n + 2) / 3) + 1);
+            EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)cfg->ca_pem, (int)n);
+            json_object_object_add(cluster, "certificate-authority-data", json_object_new_string(b64));
+            free(b64);
+        }
+    }
+    char *text = fg_strdup(fg_json_text(info, NULL));
+    json_object_put(info);
+    return text;
+}
+
+/* Exactly n decimal digits at *s, advancing it. */
+static bool digits(const char **s, int n, int *out)
+{
+    *out = 0;
+    for (int i = 0; i < n; i++, (*s)++) {
+        if (!isdigit((unsigned char)**s))
+            return false;
+        *out = *out * 10 + (**s - '0');
+    }
+    return true;
+}
+
+static bool expect(const char **s, const char *one_of)
+{
+    if (!**s || !strchr(one_of, **s))
+        return false;
+    (*s)++;
+    return true;
+}
+
+static int days_in_month(int year, int month)
+{
+    static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return month == 2 && leap ? 29 : days[month - 1];
+}
+
+/* "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123+02:00" -> ms since the epoch. */
+static bool parse_rfc3339(const char *s, int64_t *ms)
+{
+    int year, mon, day, hour, min, sec, frac_ms = 0, off_h = 0, off_m = 0, sign = 0;
+    if (!digits(&s, 4, &year) || !expect(&s, "-") || !digits(&s, 2, &mon) || !expect(&s, "-") ||
+        !digits(&s, 2, &day) || !expect(&s, "Tt") || !digits(&s, 2, &hour) || !expect(&s, ":") ||
+        !digits(&s, 2, &min) || !expect(&s, ":") || !digits(&s, 2, &sec))
+        return false;
+    if (*s == '.') {
+        int scale = 100, n = 0;
+        for (s++; isdigit((unsigned char)*s); s++, n++) {
+            frac_ms += (*s - '0') * scale;
+            scale /= 10;
+        }
+        if (n == 0 || n > 9)
+            return false;
+    }
+    if (*s == '+' || *s == '-') {
+        sign = *s++ == '-' ? -1 : 1;
+        if (!digits(&s, 2, &off_h) || !expect(&s, ":") || !digits(&s, 2, &off_m) || off_h > 23 || off_m > 59)
+            return false;
+    } else if (!expect(&s, "Zz")) {
+        return false;
+    }
+    if (*s || mon < 1 || mon > 12 || day < 1 || day > days_in_month(year, mon) || hour > 23 || min > 59 || sec > 59)
+        return false;
+    struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day,
+                     .tm_hour = hour, .tm_min = min, .tm_sec = sec };
+    int64_t t = (int64_t)timegm(&tm) - (int64_t)sign * (off_h * 3600 + off_m * 60);
+    *ms = t * 1000 + frac_ms;
+    return true;
+}
+
+/* status[key] as a string into *out: absent, null or "" leave it NULL. */
+static enum fg_err status_str(json_object *status, const char *key, char **out, char *errmsg)
+{
+    json_object *v = fg_json_get(status, key, NULL);
+    if (!v)
+        return FG_OK;
+    if (!json_object_is_type(v, json_type_string))
+        return fg_errmsg(errmsg, FG_E_PARSE, "output: status.%s is not a string", key);
+    if (json_object_get_string_len(v) > 0)
+        *out = fg_strdup(json_object_get_string(v));
+    return FG_OK;
+}
+
+static enum fg_err parse_status(json_object *status, struct fg__kube_cred *cred, char *errmsg)
+{
+    enum fg_err err;
+    if ((err = status_str(status, "token", &cred->token, errmsg)) ||
+        (err = status_str(status, "clientCertificateData", &cred->cert_pem, errmsg)) ||
+        (err = status_str(status, "clientKeyData", &cred->key_pem, errmsg)))
+        return err;
+    if (!cred->cert_pem != !cred->key_pem)
+        return fg_errmsg(errmsg, FG_E_PARSE, "output: status has %s but no %s",
+                         cred->cert_pem ? "clientCertificateData" : "clientKeyData",
+                         cred->cert_pem ? "clientKeyData" : "clientCertificateData");
+    if (!cred->token && !cred->cert_pem)
+        return fg_errmsg(errmsg, FG_E_PARSE, "output: status has neither a token nor clientCertificateData and "
+                         "clientKeyData");
+    json_object *exp = fg_json_get(status, "expirationTimestamp", NULL);
+    if (!exp)
+        return FG_OK;
+    const char *text = json_object_is_type(exp, json_type_string) ? json_object_get_string(exp) : NULL;
+    if (!text || !parse_rfc3339(text, &cred->expiry_ms))
+        return fg_errmsg(errmsg, FG_E_PARSE, "output: status.expirationTimestamp \"%.40s\" is not an RFC 3339 time",
+                         text ? text : "(not a string)");
+    return FG_OK;
+}
+
+enum fg_err fg__kube_exec_parse(const char *api_version, const char *out, size_t len, struct fg__kube_cred *cred,
+                                char *errmsg)
+{
+    memset(cred, 0, sizeof *cred);
+    json_object *o = NULL;
+    char why[FG_ERRMSG_MAX];
+    if (fg_json_parse(out, len, FG__KUBE_EXEC_OUTPUT_MAX, &o, why))
+        return fg_errmsg(errmsg, FG_E_PARSE, "output is not an ExecCredential: %s", why);
+    enum fg_err err = FG_OK;
+    const char *kind = fg_json_get_str(o, "kind", NULL), *api = fg_json_get_str(o, "apiVersion", NULL);
+    json_object *status = fg_json_get(o, "status", NULL);
+    if (!json_object_is_type(o, json_type_object) || !fg_str_eq(kind, "ExecCredential"))
+        err = fg_errmsg(errmsg, FG_E_PARSE, "output is not an ExecCredential (kind \"%.40s\")", kind ? kind : "");
+    else if (!fg_str_eq(api, api_version))
+        err = fg_errmsg(errmsg, FG_E_PARSE, "output has apiVersion \"%.80s\", but the kubeconfig asks for %s",
+                        api ? api : "", api_version);
+    else if (!json_object_is_type(status, json_type_object))
+        err = fg_errmsg(errmsg, FG_E_PARSE, "output has no status");
+    else
+        err = parse_status(status, cred, errmsg);
+    json_object_put(o);
+    if (err)
+        fg__kube_cred_cleanup(cred);
+    return err;
+}
