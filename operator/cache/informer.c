@@ -99,6 +99,15 @@ enum fg_err fg_informer_add_handler(struct fg_informer *inf, const struct fg_res
     return FG_OK;
 }
 
+enum fg_err fg_informer_set_decode(struct fg_informer *inf, void (*decode)(void *ud, json_object *obj, void *value),
+                                   void *ud, size_t value_size)
+{
+    if (inf->started)
+        return FG_E_BUSY;
+    fg_reflector_set_decode(inf->reflector, decode, ud, value_size);
+    return FG_OK;
+}
+
 enum fg_err fg_informer_start(struct fg_informer *inf)
 {
     if (inf->started)

@@ -47,6 +47,11 @@ struct fg_store *fg_informer_store(struct fg_informer *inf);
 enum fg_err fg_informer_add_handler(struct fg_informer *inf, const struct fg_resource_handler *h,
                                     void *ud) FG_MUST_USE;
 
+/* Sets the typed decode of every cached object (reflector.h): decode fills value_size zeroed bytes.
+ * FG_E_BUSY once started. */
+enum fg_err fg_informer_set_decode(struct fg_informer *inf, void (*decode)(void *ud, json_object *obj, void *value),
+                                   void *ud, size_t value_size) FG_MUST_USE;
+
 /* Starts listing and the resync timer. Loop thread. FG_E_BUSY when already started. */
 enum fg_err fg_informer_start(struct fg_informer *inf) FG_MUST_USE;
 /* No handler runs after it returns. Loop thread. */

@@ -2,6 +2,7 @@
 #include "kobj.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -10,8 +11,8 @@
 #include "base/json.h"
 #include "base/mem.h"
 
-/* One allocation: the header, then data = key \0 namespace \0 uid \0 text \0. The name is the tail of
- * the key, so it is not stored twice. */
+/* One allocation: the header, then data = key \0 namespace \0 uid \0 text \0, then the typed value at
+ * the next multiple of 16 bytes. The name is the tail of the key, so it is not stored twice. */
 struct fg_kobj {
     atomic_uint refs;
     uint32_t name_off;   /* offset of the name inside data (the key's tail) */
@@ -20,7 +21,8 @@ struct fg_kobj {
     uint32_t text_off;
     uint32_t text_len;
     uint64_t rv;
-    struct fg_kobj_value *value;
+    uint32_t value_off;  /* 0: no typed value */
+    uint32_t value_size;
     char data[];
 };
 
@@ -42,7 +44,7 @@ char *fg_kobj_make_key(const char *ns, const char *name)
     return ns && *ns ? fg_asprintf("%s/%s", ns, name) : fg_strdup(name);
 }
 
-enum fg_err fg_kobj_new(json_object *obj, struct fg_kobj **out, char *errmsg)
+enum fg_err fg_kobj_new(json_object *obj, size_t value_size, struct fg_kobj **out, char *errmsg)
 {
     *out = NULL;
     const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
@@ -62,13 +64,21 @@ enum fg_err fg_kobj_new(json_object *obj, struct fg_kobj **out, char *errmsg)
     size_t ns_len = strlen(ns), name_len = strlen(name), uid_len = strlen(uid);
     size_t key_len = ns_len ? ns_len + 1 + name_len : name_len;
     size_t total = key_len + 1 + ns_len + 1 + uid_len + 1 + text_len + 1;
+    size_t value_off = 0;
+    if (value_size) {
+        value_off = (offsetof(struct fg_kobj, data) + total + 15) / 16 * 16 - offsetof(struct fg_kobj, data);
+        total = value_off + value_size;
+    }
     if (total > UINT32_MAX)
         return fg_errmsg(errmsg, FG_E_TOO_BIG, "object %s is too large to cache", name);
 
     struct fg_kobj *o = fg_malloc(sizeof(*o) + total);
     atomic_init(&o->refs, 1);
     o->rv = rv;
-    o->value = NULL;
+    o->value_off = (uint32_t)value_off;
+    o->value_size = (uint32_t)value_size;
+    if (value_size)
+        memset(o->data + value_off, 0, value_size);
     char *p = o->data;
     if (ns_len) {
         memcpy(p, ns, ns_len);
@@ -97,23 +107,18 @@ struct fg_kobj *fg_kobj_ref(struct fg_kobj *o)
 
 void fg_kobj_unref(struct fg_kobj *o)
 {
-    if (!o || atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    if (o->value)
-        o->value->free(o->value);
-    free(o);
+    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
+        free(o);
 }
 
-void fg_kobj_set_value(struct fg_kobj *o, struct fg_kobj_value *v)
+const void *fg_kobj_value(const struct fg_kobj *o)
 {
-    if (o->value)
-        o->value->free(o->value);
-    o->value = v;
+    return o->value_off ? o->data + o->value_off : NULL;
 }
 
-const struct fg_kobj_value *fg_kobj_value(const struct fg_kobj *o)
+void *fg_kobj_value_fill(struct fg_kobj *o)
 {
-    return o->value;
+    return o->value_off ? o->data + o->value_off : NULL;
 }
 
 const char *fg_kobj_key(const struct fg_kobj *o) { return o->data; }
@@ -131,7 +136,7 @@ const char *fg_kobj_text(const struct fg_kobj *o, size_t *len)
 
 size_t fg_kobj_size(const struct fg_kobj *o)
 {
-    return sizeof(*o) + o->text_off + o->text_len + 1;
+    return sizeof(*o) + (o->value_off ? o->value_off + o->value_size : o->text_off + o->text_len + 1);
 }
 
 enum fg_err fg_kobj_parse(const struct fg_kobj *o, json_object **out, char *errmsg)

@@ -10,8 +10,11 @@
  * text is a few dozen bytes.
  *
  * An informer may also decode each object once, as it is cached, into a typed value of its
- * consumers' choosing (struct fg_kobj_value), so that readers use C fields instead of parsing the
- * text again; the value is attached before the object is shared and is as immutable as the rest.
+ * consumers' choosing — a flat struct (no pointers it owns; strings in fixed arrays) kept in the same
+ * allocation as the text — so that readers use C fields instead of parsing the text again. It is
+ * filled before the object is shared and is as immutable as the rest. One allocation per object
+ * matters: a value allocated on its own, between the large transient trees of a list, costs several
+ * times its size in heap fragmentation (measured in docs/manager.md).
  *
  * Ownership: fg_kobj_new returns one reference; fg_kobj_ref adds one, fg_kobj_unref drops one and
  * frees on the last. Accessors borrow from the object and stay valid while the caller holds a
@@ -29,21 +32,17 @@
 
 struct fg_kobj;
 
-/* Builds a cached object from `obj` (not modified, not kept). Needs metadata.name (string) and
- * metadata.resourceVersion (a decimal string); namespace and uid are optional. FG_E_INVAL with a
- * message naming the missing or bad field otherwise. */
-enum fg_err fg_kobj_new(json_object *obj, struct fg_kobj **out, char *errmsg) FG_MUST_USE;
+/* Builds a cached object from `obj` (not modified, not kept), with value_size zeroed bytes for a typed
+ * value (0: none). Needs metadata.name (string) and metadata.resourceVersion (a decimal string);
+ * namespace and uid are optional. FG_E_INVAL with a message naming the missing or bad field
+ * otherwise. */
+enum fg_err fg_kobj_new(json_object *obj, size_t value_size, struct fg_kobj **out, char *errmsg) FG_MUST_USE;
 
-/* A value decoded from the object: a struct whose first member is this header. The object frees it
- * with its last reference. */
-struct fg_kobj_value {
-    void (*free)(struct fg_kobj_value *v);
-};
-
-/* Attaches v (taken; NULL is fine) to o. Only before o is shared with another thread or store. */
-void fg_kobj_set_value(struct fg_kobj *o, struct fg_kobj_value *v);
-/* The attached value, or NULL. Borrowed while the caller holds a reference to o. */
-const struct fg_kobj_value *fg_kobj_value(const struct fg_kobj *o);
+/* The typed value (value_size bytes, aligned for any type), or NULL without one. Borrowed while the
+ * caller holds a reference to o. */
+const void *fg_kobj_value(const struct fg_kobj *o);
+/* The same, writable: only before o is shared with another thread or store (the reflector fills it). */
+void *fg_kobj_value_fill(struct fg_kobj *o);
 
 struct fg_kobj *fg_kobj_ref(struct fg_kobj *o);
 /* NULL is ignored. */

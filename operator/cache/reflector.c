@@ -89,13 +89,13 @@ static void ingest(struct fg_reflector *r, enum fg_watch_type type, json_object 
         return;
     }
     struct fg_kobj *ko = NULL;
-    if (fg_kobj_new(t, &ko, errmsg) != FG_OK) {
+    if (fg_kobj_new(t, r->opts.decode ? r->opts.value_size : 0, &ko, errmsg) != FG_OK) {
         r->stats.bad_objects++;
         fg_log(FG_LOG_WARN, COMPONENT, "%s skipped: %s", kind(r), errmsg);
         goto out_put;
     }
-    if (r->opts.decode)
-        fg_kobj_set_value(ko, r->opts.decode(r->opts.decode_ud, t));
+    if (r->opts.decode && r->opts.value_size)
+        r->opts.decode(r->opts.decode_ud, t, fg_kobj_value_fill(ko));
     const struct fg_resource_handler *h = r->handler;
     if (type == FG_WATCH_DELETED) {
         struct fg_kobj *gone = fg_store_delete(r->store, fg_kobj_key(ko), fg_kobj_rv(ko));
@@ -274,6 +274,14 @@ struct fg_reflector *fg_reflector_new(struct fg_listwatch *lw, struct fg_store *
     atomic_init(&r->synced, false);
     atomic_init(&r->last_rv, 0);
     return r;
+}
+
+void fg_reflector_set_decode(struct fg_reflector *r, void (*decode)(void *ud, json_object *obj, void *value), void *ud,
+                             size_t value_size)
+{
+    r->opts.decode = decode;
+    r->opts.decode_ud = ud;
+    r->opts.value_size = value_size;
 }
 
 void fg_reflector_start(struct fg_reflector *r)

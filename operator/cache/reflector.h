@@ -10,8 +10,8 @@
  * capped, reset after a healthy period, and never shorter than the server's Retry-After. A watch
  * still open a minute past its timeoutSeconds sits on a dead connection: it is abandoned and renewed.
  *
- * Every object passes the transform, becomes a struct fg_kobj (with the typed value `decode` makes
- * of it attached, when there is a decode) and goes into the store; the handler
+ * Every object passes the transform, becomes a struct fg_kobj (with its typed value filled by
+ * `decode`, when there is one) and goes into the store; the handler
  * hears what changed. What handlers see never goes back in time: an event older than the stored
  * object is dropped, a relist reports only objects whose resourceVersion changed (and deletes for
  * those that vanished). Everything runs on the lister-watcher's thread, handlers included.
@@ -42,10 +42,11 @@ struct fg_resource_handler {
 struct fg_reflector_opts {
     fg_transform_fn *transform;      /* NULL: store objects as received */
     void *transform_ud;
-    /* NULL, or the typed value to attach to each cached object (kobj.h), made from the transformed
-     * object; may return NULL. */
-    struct fg_kobj_value *(*decode)(void *ud, json_object *obj);
+    /* NULL, or what fills each cached object's typed value (kobj.h), value_size zeroed bytes, from
+     * the transformed object. */
+    void (*decode)(void *ud, json_object *obj, void *value);
     void *decode_ud;
+    size_t value_size;
     uint64_t backoff_initial_ns;     /* first retry delay */
     uint64_t backoff_max_ns;         /* cap */
     uint64_t backoff_reset_ns;       /* a failure this long after the previous one starts over */
@@ -79,6 +80,9 @@ struct fg_reflector *fg_reflector_new(struct fg_listwatch *lw, struct fg_store *
 /* Stops first. NULL is ignored. */
 void fg_reflector_free(struct fg_reflector *r);
 
+/* Sets the typed decode of opts (decode, ud, value_size) on a reflector not yet started. */
+void fg_reflector_set_decode(struct fg_reflector *r, void (*decode)(void *ud, json_object *obj, void *value), void *ud,
+                             size_t value_size);
 /* Starts the first list. Loop thread. */
 void fg_reflector_start(struct fg_reflector *r);
 /* Cancels the running call and the retry timer; no callback runs afterwards. Loop thread. */

@@ -4,8 +4,8 @@
  * An entry per informer holds its identity (resource, namespace, selectors), the union of the paths
  * its consumers read (strings, de-duplicated) or `whole` once any consumer wants everything, the
  * compiled field set (built at start), its typed decode and its indexers. The informer is made on
- * the first ask with the entry as the ud of its transform and decode, so what they do can still be
- * completed by later consumers until start.
+ * the first ask with the entry as the ud of its transform, so what the transform keeps can still be
+ * widened by later consumers until start.
  */
 #include "operator/manager/informers.h"
 
@@ -32,8 +32,9 @@ struct entry {
     char **paths;                   /* the union, NULL-terminated */
     size_t n_paths;
     struct fg_fieldset *fields;     /* compiled at start when !whole */
-    struct fg_kobj_value *(*decode)(void *ud, json_object *obj);
+    void (*decode)(void *ud, json_object *obj, void *value);
     void *decode_ud;
+    size_t value_size;
     struct index_entry *indexes;
     size_t n_indexes;
 };
@@ -111,12 +112,6 @@ static json_object *entry_transform(void *ud, json_object *obj)
     return json_object_get(obj);
 }
 
-static struct fg_kobj_value *entry_decode(void *ud, json_object *obj)
-{
-    struct entry *e = ud;
-    return e->decode ? e->decode(e->decode_ud, obj) : NULL;
-}
-
 static bool same(const char *a, const char *b)
 {
     return fg_str_eq(a && *a ? a : NULL, b && *b ? b : NULL);
@@ -159,8 +154,6 @@ static struct entry *entry_new(struct fg_informer_factory *f, const struct fg_in
     io.resync_ns = f->resync_ns;
     io.reflector.transform = entry_transform;
     io.reflector.transform_ud = e;
-    io.reflector.decode = entry_decode;
-    io.reflector.decode_ud = e;
     /* managedFields are dropped from every cached object: the decoder can skip them unparsed. */
     struct fg_listwatch *lw =
         f->new_listwatch(f->new_listwatch_ud, w->resource, e->ns, e->label_selector, e->field_selector, true);
@@ -230,18 +223,20 @@ enum fg_err fg_informer_factory_index(struct fg_informer_factory *f, struct fg_i
 }
 
 enum fg_err fg_informer_factory_decode(struct fg_informer_factory *f, struct fg_informer *inf,
-                                       struct fg_kobj_value *(*decode)(void *ud, json_object *obj), void *ud)
+                                       void (*decode)(void *ud, json_object *obj, void *value), void *ud,
+                                       size_t value_size)
 {
     struct entry *e = entry_of(f, inf);
-    if (!e || !decode)
+    if (!e || !decode || !value_size)
         return FG_E_INVAL;
     if (f->started)
         return FG_E_BUSY;
-    if (e->decode && (e->decode != decode || e->decode_ud != ud))
-        return FG_E_INVAL;
+    if (e->decode)
+        return e->decode == decode && e->decode_ud == ud && e->value_size == value_size ? FG_OK : FG_E_INVAL;
     e->decode = decode;
     e->decode_ud = ud;
-    return FG_OK;
+    e->value_size = value_size;
+    return fg_informer_set_decode(inf, decode, ud, value_size);
 }
 
 enum fg_err fg_informer_factory_start(struct fg_informer_factory *f)

@@ -10,8 +10,8 @@
  * transform compiled when the factory starts; when any consumer asks for the whole object
  * (fields NULL), objects are kept whole except managedFields, which nothing in fracgpu reads (and
  * which the watch decoder then cuts before parsing). An informer may also carry one typed decode
- * (kobj.h's values), run once per event for every consumer: consumers that share an informer and want
- * a typed value agree on one decode.
+ * (kobj.h's values: a flat struct in each cached object's own allocation), run once per event for
+ * every consumer: consumers that share an informer and want a typed value agree on one decode.
  *
  * Indexers are registered through the factory so that two consumers may ask for the same index: the
  * second registration of a name with the same function is a no-op, with another function an error.
@@ -67,10 +67,11 @@ enum fg_err fg_informer_factory_get(struct fg_informer_factory *f, const struct 
  * different function under that name or an informer not from f, FG_E_BUSY once started. */
 enum fg_err fg_informer_factory_index(struct fg_informer_factory *f, struct fg_informer *inf, const char *name,
                                       fg_index_fn *fn, void *ud) FG_MUST_USE;
-/* Sets inf's typed decode (reflector.h's decode); errors as for index. */
+/* Sets inf's typed decode (informer.h's fg_informer_set_decode); a repeat with the same decode, ud
+ * and size is a no-op. Errors as for index. */
 enum fg_err fg_informer_factory_decode(struct fg_informer_factory *f, struct fg_informer *inf,
-                                       struct fg_kobj_value *(*decode)(void *ud, json_object *obj),
-                                       void *ud) FG_MUST_USE;
+                                       void (*decode)(void *ud, json_object *obj, void *value), void *ud,
+                                       size_t value_size) FG_MUST_USE;
 
 /* Compiles each informer's field union and starts them all. Loop thread. */
 enum fg_err fg_informer_factory_start(struct fg_informer_factory *f) FG_MUST_USE;

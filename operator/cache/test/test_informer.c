@@ -163,29 +163,17 @@ static void test_readers_on_other_threads(void **state)
 
 /* A typed value: the pod's node, decoded once when the pod is cached. */
 struct pod_node {
-    struct fg_kobj_value base;
+    bool scheduled;
     char node[64];
 };
 
-static atomic_int live_values;
-
-static void pod_node_free(struct fg_kobj_value *v)
-{
-    atomic_fetch_sub(&live_values, 1);
-    free(v);
-}
-
-static struct fg_kobj_value *decode_pod_node(void *ud, json_object *obj)
+static void decode_pod_node(void *ud, json_object *obj, void *value)
 {
     (*(unsigned *)ud)++;
+    struct pod_node *v = value;
     const char *node = fg_json_get_str(obj, "spec", "nodeName", NULL);
-    if (!node)
-        return NULL;
-    struct pod_node *v = fg_calloc(1, sizeof *v);
-    v->base.free = pod_node_free;
-    snprintf(v->node, sizeof v->node, "%s", node);
-    atomic_fetch_add(&live_values, 1);
-    return &v->base;
+    v->scheduled = node != NULL;
+    snprintf(v->node, sizeof v->node, "%s", node ? node : "");
 }
 
 static void test_typed_values(void **state)
@@ -199,27 +187,42 @@ static void test_typed_values(void **state)
     struct fg_informer_opts opts = FG_INFORMER_OPTS_DEFAULT;
     opts.reflector.decode = decode_pod_node;
     opts.reflector.decode_ud = &decodes;
+    opts.reflector.value_size = sizeof(struct pod_node);
     struct fg_informer *inf = fg_informer_new(fg_fake_listwatch_base(fake), &opts);
     assert_int_equal(fg_informer_start(inf), FG_OK);
     fg_fake_listwatch_run(fake);
     assert_int_equal(decodes, 2);
     struct fg_kobj *o = fg_store_get(fg_informer_store(inf), "ml/llm-1");
     assert_non_null(o);
-    assert_string_equal(((const struct pod_node *)fg_kobj_value(o))->node, "n1");
+    const struct pod_node *v = fg_kobj_value(o);
+    assert_true(((uintptr_t)v & 15) == 0);
+    assert_true(v->scheduled);
+    assert_string_equal(v->node, "n1");
+    size_t with_value = fg_kobj_size(o);
     apply_pod(fake, FG_WATCH_MODIFIED, 1, "n2");
     /* The object a reader holds keeps its value; the new one has its own. */
-    assert_string_equal(((const struct pod_node *)fg_kobj_value(o))->node, "n1");
+    assert_string_equal(v->node, "n1");
     fg_kobj_unref(o);
     o = fg_store_get(fg_informer_store(inf), "ml/llm-1");
     assert_string_equal(((const struct pod_node *)fg_kobj_value(o))->node, "n2");
     fg_kobj_unref(o);
     o = fg_store_get(fg_informer_store(inf), "ml/llm-2");
-    assert_null(fg_kobj_value(o));
+    assert_false(((const struct pod_node *)fg_kobj_value(o))->scheduled);
     fg_kobj_unref(o);
     assert_int_equal(decodes, 3);
-    apply_pod(fake, FG_WATCH_DELETED, 1, "n2");
     fg_informer_free(inf);
-    assert_int_equal(atomic_load(&live_values), 0);   /* every value went with its object */
+
+    /* Without a decode there is no value and no room for one. */
+    fake = fg_fake_listwatch_new("Pod");
+    apply_pod(fake, FG_WATCH_ADDED, 1, "n1");
+    inf = fg_informer_new(fg_fake_listwatch_base(fake), NULL);
+    assert_int_equal(fg_informer_start(inf), FG_OK);
+    fg_fake_listwatch_run(fake);
+    o = fg_store_get(fg_informer_store(inf), "ml/llm-1");
+    assert_null(fg_kobj_value(o));
+    assert_true(fg_kobj_size(o) + sizeof(struct pod_node) <= with_value);
+    fg_kobj_unref(o);
+    fg_informer_free(inf);
     fg_clock_fake_clear();
 }
 

@@ -29,7 +29,7 @@ static json_object *mk(const char *ns, const char *name, unsigned rv, const char
 static struct fg_kobj *kobj(json_object *o)
 {
     struct fg_kobj *k = NULL;
-    assert_int_equal(fg_kobj_new(o, &k, NULL), FG_OK);
+    assert_int_equal(fg_kobj_new(o, 0, &k, NULL), FG_OK);
     return k;
 }
 
@@ -98,7 +98,7 @@ static void test_kobj_bad_input(void **state)
         json_object *o = json_tokener_parse(bad[i]);
         struct fg_kobj *k = (struct fg_kobj *)1;
         char errmsg[FG_ERRMSG_MAX] = "";
-        assert_int_equal(fg_kobj_new(o, &k, errmsg), FG_E_INVAL);
+        assert_int_equal(fg_kobj_new(o, 0, &k, errmsg), FG_E_INVAL);
         assert_null(k);
         assert_true(strlen(errmsg) > 0);
         json_object_put(o);
