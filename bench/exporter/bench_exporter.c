@@ -1,11 +1,11 @@
 /*
- * bench_exporter — what a node with 8 GPUs and 64 GPU processes on each costs the exporter.
+ * bench_exporter — what a node with 8 GPUs and 64 GPU processes on each costs the node agent's exporter.
  *
  * Starts the test API server (HTTPS with a bearer token, like a real cluster's) with the pods, writes a fake NVML state (8 GPUs x 64 processes, fresh
  * per-process samples every call) and a fake proc tree (one cgroup file per process, systemd v2
- * paths), runs the exporter process on them, and prints: scrape latency over HTTP (keep-alive,
+ * paths), runs `fracgpu node-agent` on them, and prints: scrape latency over HTTP (keep-alive,
  * p50/p99/max, and the body size), sampling cost (the exporter's own sample duration and its CPU
- * time per sample) and the exporter process's RSS (current and peak). Figures are for the build it
+ * time per sample) and the node agent process's RSS (current and peak) and PSS. Figures are for the build it
  * runs from: use a release build without sanitizers. Usage: fg_bench_exporter [GPUS [PROCS [SCRAPES]]].
  */
 #include <curl/curl.h>
@@ -35,6 +35,21 @@ static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Proportional set size of pid in KiB (shared library pages divided among their users), -1 if unknown. */
+static long pss_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    FILE *f = fopen(path, "r");
+    long pss = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Pss: %ld", &pss) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return pss;
 }
 
 /* VmRSS / VmHWM / RssAnon / RssFile of pid in KiB. */
@@ -256,8 +271,10 @@ int main(int argc, char **argv)
            (double)lat[scrapes - 1] / 1e6, bytes, lines, pod_series);
     printf("  sampling: %.3f ms per sample (worst of 6, wall), %.2f ms CPU per sample (incl. 1 scrape/s)\n",
            worst * 1e3, per_sample_ms);
-    printf("  exporter RSS: %.2f MiB now (%.2f anonymous, %.2f file-backed: libraries), %.2f MiB peak   "
-           "target <= 8 MiB\n", (double)rss / 1024, (double)anon / 1024, (double)file / 1024, (double)hwm / 1024);
+    long pss = pss_of(pid);
+    printf("  node agent RSS: %.2f MiB now (%.2f anonymous, %.2f file-backed: libraries), %.2f MiB peak, PSS %.2f MiB"
+           "   target <= 16 MiB RSS, <= 6 MiB anonymous\n", (double)rss / 1024, (double)anon / 1024, (double)file / 1024,
+           (double)hwm / 1024, (double)pss / 1024);
 
     curl_easy_cleanup(c);
     free(lat);
