@@ -159,7 +159,7 @@ static void stop_cluster(void)
     curl_global_cleanup();
 }
 
-/* Starts `fracgpu exporter` on them (exporter_pid), sampling every 200 ms, logging to log_path (128
+/* Starts `fracgpu node-agent` on them (exporter_pid), sampling every 200 ms, logging to log_path (128
  * bytes); returns the port it serves on. */
 static unsigned start_exporter(bool dcgm_aliases, char *log_path)
 {
