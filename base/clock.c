@@ -7,13 +7,18 @@
 static atomic_bool fake_on;
 static atomic_uint_fast64_t fake_now;
 
+uint64_t fg_clock_real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * FG_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t fg_clock_mono_ns(void)
 {
     if (atomic_load(&fake_on))
         return (uint64_t)atomic_load(&fake_now);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * FG_NS_PER_S + (uint64_t)ts.tv_nsec;
+    return fg_clock_real_ns();
 }
 
 int64_t fg_clock_wall_ms(void)
@@ -50,4 +55,22 @@ uint64_t fg_clock_sleep_until_hint(uint64_t deadline_ns)
         return FG_NS_PER_MS;
     uint64_t now = fg_clock_mono_ns();
     return deadline_ns > now ? deadline_ns - now : 0;
+}
+
+void fg_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void fg_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t timeout_ns)
+{
+    if (timeout_ns > 3600 * FG_NS_PER_S)
+        timeout_ns = 3600 * FG_NS_PER_S;
+    uint64_t deadline = fg_clock_real_ns() + timeout_ns;
+    struct timespec ts = { (time_t)(deadline / FG_NS_PER_S), (long)(deadline % FG_NS_PER_S) };
+    pthread_cond_timedwait(cond, lock, &ts);
 }

@@ -11,6 +11,7 @@
 #ifndef FG_BASE_CLOCK_H
 #define FG_BASE_CLOCK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,5 +31,14 @@ bool fg_clock_is_fake(void);
 
 /* How long (ns) a thread waiting for `deadline_ns` should block before looking again. */
 uint64_t fg_clock_sleep_until_hint(uint64_t deadline_ns);
+
+/* Real time, never the fake clock: CLOCK_MONOTONIC in ns, for timeouts that bound a real wait. */
+uint64_t fg_clock_real_ns(void);
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC, so they do not jump with the wall
+ * clock. */
+void fg_cond_init_monotonic(pthread_cond_t *cond);
+/* pthread_cond_wait bounded by timeout_ns of real time (an hour at most); the caller holds lock and,
+ * since wake-ups may be spurious, loops and looks again. */
+void fg_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t timeout_ns);
 
 #endif

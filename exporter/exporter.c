@@ -126,11 +126,7 @@ struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct 
         e->opts.interval_ns = FG_EXPORTER_DEFAULT_INTERVAL_NS;
     e->pods = pods;
     pthread_mutex_init(&e->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    fg_cond_init_monotonic(&e->cv);
     struct fg_buf b;
     fg_buf_init(&b, 0);
     fg_exposition_render(&b, e->opts.node, NULL, NULL, false, &e->health);
@@ -141,15 +137,12 @@ struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct 
 static void *sampler_main(void *ud)
 {
     struct fg_exporter *e = ud;
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    uint64_t next = fg_clock_real_ns();
     for (;;) {
-        uint64_t ns = (uint64_t)next.tv_nsec + e->opts.interval_ns;
-        next.tv_sec += (time_t)(ns / FG_NS_PER_S);
-        next.tv_nsec = (long)(ns % FG_NS_PER_S);
+        next += e->opts.interval_ns;   /* a fixed period: a slow sample does not shift the next ones */
         pthread_mutex_lock(&e->mu);
-        while (!e->stopping && pthread_cond_timedwait(&e->cv, &e->mu, &next) != ETIMEDOUT) {
-        }
+        for (uint64_t now; !e->stopping && (now = fg_clock_real_ns()) < next;)
+            fg_cond_wait_ns(&e->cv, &e->mu, next - now);
         bool stop = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stop)

@@ -17,7 +17,7 @@
 
 #define DEFAULT_LISTEN ":8080"
 
-enum { OPT_WORKERS = 1, OPT_PROBE, OPT_HELP };
+enum { OPT_WORKERS = 1, OPT_PROBE };
 
 static void usage(FILE *out)
 {
@@ -29,75 +29,46 @@ static void usage(FILE *out)
 }
 
 struct args {
-    struct fg_manager_opts manager;
     unsigned workers;
     const char *probe;
 };
 
-/* 0 to go on, otherwise the exit status (-1: --help, exit 0). */
-static int parse_args(int argc, char **argv, struct args *a)
+static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
 {
-    static const struct option longopts[] = {
-        FG_MANAGER_LONGOPTS,
-        FG_MANAGER_LEADER_LONGOPTS,
-        { "workers", required_argument, NULL, OPT_WORKERS },
-        { "leader-probe", required_argument, NULL, OPT_PROBE },
-        { "help", no_argument, NULL, OPT_HELP },
-        { NULL, 0, NULL, 0 },
-    };
-    char errmsg[FG_ERRMSG_MAX] = "";
-    optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1;) {
-        char *end = NULL;
-        switch (c) {
-        case OPT_WORKERS:
-            a->workers = (unsigned)strtoul(optarg, &end, 10);
-            if (!*optarg || *end || *optarg == '-' || a->workers < 1 || a->workers > 64) {
-                fprintf(stderr, "fracgpu operator: --workers wants 1 to 64, got \"%s\"\n", optarg);
-                return 2;
-            }
-            break;
-        case OPT_PROBE:
-            a->probe = optarg;
-            break;
-        case 'h':
-        case OPT_HELP:
-            usage(stdout);
-            return -1;
-        case '?':
-            usage(stderr);
-            return 2;
-        default:
-            if (fg_manager_flag(&a->manager, c, optarg, errmsg) != FG_OK) {
-                fprintf(stderr, "fracgpu operator: %s\n", errmsg);
-                return 2;
-            }
-        }
+    struct args *a = ud;
+    char *end = NULL;
+    switch (c) {
+    case OPT_WORKERS:
+        a->workers = (unsigned)strtoul(arg, &end, 10);
+        if (!*arg || *end || *arg == '-' || a->workers < 1 || a->workers > 64)
+            return fg_errmsg(errmsg, FG_E_INVAL, "--workers wants 1 to 64, got \"%s\"", arg);
+        return FG_OK;
+    case OPT_PROBE:
+        a->probe = arg;
+        return FG_OK;
     }
-    if (optind < argc) {
-        fprintf(stderr, "fracgpu operator: unexpected argument \"%s\"\n", argv[optind]);
-        usage(stderr);
-        return 2;
-    }
-    if (fg_manager_flags_check(&a->manager, errmsg) != FG_OK) {
-        fprintf(stderr, "fracgpu operator: %s\n", errmsg);
-        return 2;
-    }
-    return 0;
+    return fg_errmsg(errmsg, FG_E_INVAL, "unknown option");
 }
 
 int fg_cmd_operator(int argc, char **argv)
 {
-    struct args a = { .manager = FG_MANAGER_OPTS_DEFAULT, .workers = 2 };
-    a.manager.component = "operator";
-    a.manager.listen = DEFAULT_LISTEN;
-    int status = parse_args(argc, argv, &a);
+    static const struct option options[] = {
+        { "workers", required_argument, NULL, OPT_WORKERS },
+        { "leader-probe", required_argument, NULL, OPT_PROBE },
+        { NULL, 0, NULL, 0 },
+    };
+    struct args a = { .workers = 2 };
+    const struct fg_role_cli cli = { "operator", options, true, usage, option, &a };
+    struct fg_manager_opts opts = FG_MANAGER_OPTS_DEFAULT;
+    opts.component = "operator";
+    opts.listen = DEFAULT_LISTEN;
+    int status = fg_manager_flags_parse(&cli, &opts, argc, argv);
     if (status)
         return status < 0 ? 0 : status;
 
     char errmsg[FG_ERRMSG_MAX] = "";
     struct fg_manager *m;
-    if (fg_manager_new(&a.manager, &m, errmsg) != FG_OK) {
+    if (fg_manager_new(&opts, &m, errmsg) != FG_OK) {
         fg_log(FG_LOG_ERROR, "operator", "cannot start: %s", errmsg);
         return 1;
     }

@@ -27,6 +27,7 @@
 
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/clock.h"
 #include "operator/kube/exec_internal.h"
 
 #define FG__KUBE_EXEC_STDERR_MAX 4096
@@ -34,9 +35,7 @@
 
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)(fg_clock_real_ns() / FG_NS_PER_MS);
 }
 
 /* `name=…` is replaced by the plugin's own env or by KUBERNETES_EXEC_INFO. */

@@ -1,10 +1,12 @@
 /* flags — the shared command-line options; see flags.h. */
 #include "operator/manager/flags.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/duration.h"
 #include "base/log.h"
+#include "base/mem.h"
 
 static enum fg_err duration_flag(const char *name, const char *arg, uint64_t *ns, char *errmsg)
 {
@@ -16,7 +18,8 @@ static enum fg_err duration_flag(const char *name, const char *arg, uint64_t *ns
     return FG_OK;
 }
 
-enum fg_err fg_manager_flag(struct fg_manager_opts *o, int c, const char *arg, char *errmsg)
+/* Applies shared option c: FG_OK; FG_E_NOT_FOUND_LOCAL when c is not one; FG_E_INVAL for a bad value. */
+static enum fg_err shared_flag(struct fg_manager_opts *o, int c, const char *arg, char *errmsg)
 {
     char host[256];
     unsigned port;
@@ -60,7 +63,7 @@ enum fg_err fg_manager_flag(struct fg_manager_opts *o, int c, const char *arg, c
     }
 }
 
-enum fg_err fg_manager_flags_check(const struct fg_manager_opts *o, char *errmsg)
+static enum fg_err check_leader(const struct fg_manager_opts *o, char *errmsg)
 {
     if (!o->leader.enabled)
         return FG_OK;
@@ -68,6 +71,78 @@ enum fg_err fg_manager_flags_check(const struct fg_manager_opts *o, char *errmsg
     lo.lease_namespace = "-";   /* defaults are filled in later; only the durations are checked here */
     lo.lease_name = "-";
     return fg_leader_opts_check(&lo, errmsg);
+}
+
+static const struct option shared_options[] = {
+    { "kubeconfig", required_argument, NULL, FG_FLAG_KUBECONFIG },
+    { "listen", required_argument, NULL, FG_FLAG_LISTEN },
+    { "log-level", required_argument, NULL, FG_FLAG_LOG_LEVEL },
+    { "help", no_argument, NULL, 'h' },
+};
+
+static const struct option leader_options[] = {
+    { "leader-elect", optional_argument, NULL, FG_FLAG_LEADER_ELECT },
+    { "leader-elect-lease-duration", required_argument, NULL, FG_FLAG_LEASE_DURATION },
+    { "leader-elect-renew-deadline", required_argument, NULL, FG_FLAG_RENEW_DEADLINE },
+    { "leader-elect-retry-period", required_argument, NULL, FG_FLAG_RETRY_PERIOD },
+    { "leader-elect-resource-name", required_argument, NULL, FG_FLAG_LEASE_NAME },
+    { "leader-elect-resource-namespace", required_argument, NULL, FG_FLAG_LEASE_NAMESPACE },
+};
+
+/* The role's options, the shared ones and the terminator in one table (caller frees). */
+static struct option *all_options(const struct fg_role_cli *cli)
+{
+    size_t n_role = 0;
+    while (cli->options && cli->options[n_role].name)
+        n_role++;
+    size_t n_shared = sizeof shared_options / sizeof shared_options[0];
+    size_t n_leader = cli->leader ? sizeof leader_options / sizeof leader_options[0] : 0;
+    struct option *all = fg_calloc(n_role + n_shared + n_leader + 1, sizeof *all);
+    memcpy(all, cli->options, n_role * sizeof *all);
+    memcpy(all + n_role, shared_options, sizeof shared_options);
+    memcpy(all + n_role + n_shared, leader_options, n_leader * sizeof *all);
+    return all;
+}
+
+/* Prints a usage error and the usage; returns 2. */
+static int usage_error(const struct fg_role_cli *cli, const char *msg)
+{
+    if (msg)
+        fprintf(stderr, "fracgpu %s: %s\n", cli->name, msg);
+    cli->usage(stderr);
+    return 2;
+}
+
+int fg_manager_flags_parse(const struct fg_role_cli *cli, struct fg_manager_opts *opts, int argc, char **argv)
+{
+    struct option *all = all_options(cli);
+    char errmsg[FG_ERRMSG_MAX] = "";
+    int status = 0;
+    optind = 1;
+    for (int c; !status && (c = getopt_long(argc, argv, "h", all, NULL)) != -1;) {
+        enum fg_err err;
+        if (c == 'h') {
+            cli->usage(stdout);
+            status = -1;
+        } else if (c == '?') {
+            status = usage_error(cli, NULL);   /* getopt_long named the option */
+        } else if ((err = shared_flag(opts, c, optarg, errmsg)) == FG_E_NOT_FOUND_LOCAL) {
+            if (cli->option(cli->ud, c, optarg, errmsg) != FG_OK)
+                status = usage_error(cli, errmsg);
+        } else if (err) {
+            status = usage_error(cli, errmsg);
+        }
+    }
+    free(all);
+    if (status)
+        return status;
+    if (optind < argc) {
+        snprintf(errmsg, sizeof errmsg, "unexpected argument \"%s\"", argv[optind]);
+        return usage_error(cli, errmsg);
+    }
+    if (cli->leader && check_leader(opts, errmsg) != FG_OK)
+        return usage_error(cli, errmsg);
+    return 0;
 }
 
 void fg_manager_flags_usage(FILE *out, const char *default_listen, bool leader)

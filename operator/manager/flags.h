@@ -1,9 +1,11 @@
 /*
  * flags — the command-line options every role built on a manager shares, parsed one way.
  *
- * A role's getopt_long table includes FG_MANAGER_LONGOPTS (and FG_MANAGER_LEADER_LONGOPTS when it
- * elects a leader) and hands every option it does not know itself to fg_manager_flag. The names are
- * those of kube-controller-manager and controller-runtime, so operators of Kubernetes recognise them:
+ * A role describes its command line (struct fg_role_cli: its own options, a handler for them, its
+ * usage) and fg_manager_flags_parse does the rest: the shared options below (the leader-election ones
+ * only for roles that elect), --help and -h, unknown options and stray arguments, the cross-checks.
+ * The names are those of kube-controller-manager and controller-runtime, so operators of Kubernetes
+ * recognise them:
  *
  *   --kubeconfig FILE                      default: $KUBECONFIG, in-cluster, then ~/.kube/config
  *   --listen HOST:PORT                     /healthz, /readyz and /metrics (":PORT": every address)
@@ -16,7 +18,7 @@
  *   --leader-elect-resource-namespace NS
  *
  * Values are checked as they are parsed (a bad one is a usage error, exit status 2, with a message
- * naming the option); fg_manager_flags_check then checks what only the whole set can tell.
+ * naming the option), and the leader-election durations together once all are read.
  */
 #ifndef FG_MANAGER_FLAGS_H
 #define FG_MANAGER_FLAGS_H
@@ -40,24 +42,22 @@ enum fg_manager_flag {
     FG_FLAG_LEASE_NAMESPACE,
 };
 
-#define FG_MANAGER_LONGOPTS                                                                        \
-    { "kubeconfig", required_argument, NULL, FG_FLAG_KUBECONFIG },                                 \
-    { "listen", required_argument, NULL, FG_FLAG_LISTEN },                                         \
-    { "log-level", required_argument, NULL, FG_FLAG_LOG_LEVEL }
+/* A role's command line. Its option codes must stay below FG_FLAG_KUBECONFIG and not be 'h'. */
+struct fg_role_cli {
+    const char *name;                   /* "operator": messages start "fracgpu operator: " */
+    const struct option *options;       /* the role's own, terminated by a zero entry; may be NULL */
+    bool leader;                        /* also the leader-election options */
+    void (*usage)(FILE *out);           /* the whole usage text (fg_manager_flags_usage included) */
+    /* One of the role's options: FG_OK, or FG_E_INVAL with errmsg saying what is wrong. */
+    enum fg_err (*option)(void *ud, int c, const char *arg, char *errmsg);
+    void *ud;
+};
 
-#define FG_MANAGER_LEADER_LONGOPTS                                                                 \
-    { "leader-elect", optional_argument, NULL, FG_FLAG_LEADER_ELECT },                             \
-    { "leader-elect-lease-duration", required_argument, NULL, FG_FLAG_LEASE_DURATION },            \
-    { "leader-elect-renew-deadline", required_argument, NULL, FG_FLAG_RENEW_DEADLINE },            \
-    { "leader-elect-retry-period", required_argument, NULL, FG_FLAG_RETRY_PERIOD },                \
-    { "leader-elect-resource-name", required_argument, NULL, FG_FLAG_LEASE_NAME },                 \
-    { "leader-elect-resource-namespace", required_argument, NULL, FG_FLAG_LEASE_NAMESPACE }
+/* Parses argv into opts and the role's own state. Returns 0 to go on, -1 after --help (usage printed
+ * on stdout: the caller exits 0), 2 after a usage error (message and usage on stderr). The
+ * --log-level option takes effect at once. */
+int fg_manager_flags_parse(const struct fg_role_cli *cli, struct fg_manager_opts *opts, int argc, char **argv);
 
-/* Applies option c (with its argument) to opts: FG_OK; FG_E_NOT_FOUND_LOCAL when c is not a manager
- * option; FG_E_INVAL with errmsg for a bad value. The --log-level option takes effect at once. */
-enum fg_err fg_manager_flag(struct fg_manager_opts *opts, int c, const char *arg, char *errmsg) FG_MUST_USE;
-/* What only the whole set can tell: the listen address, the leader-election durations. */
-enum fg_err fg_manager_flags_check(const struct fg_manager_opts *opts, char *errmsg) FG_MUST_USE;
 /* The usage lines of the shared options (leader: with the leader-election ones). */
 void fg_manager_flags_usage(FILE *out, const char *default_listen, bool leader);
 

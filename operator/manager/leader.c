@@ -113,11 +113,7 @@ enum fg_err fg_leader_new(const struct fg_kube_config *cfg, const struct fg_lead
     le->opts.lease_name = le->name;
     le->opts.identity = le->identity;
     pthread_mutex_init(&le->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&le->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    fg_cond_init_monotonic(&le->wake);
     *out = le;
     return FG_OK;
 }
@@ -380,14 +376,10 @@ static void release(struct fg_leader *le)
 /* Waits up to wait_ns or until stop; returns true when stopping. */
 static bool pause_for(struct fg_leader *le, uint64_t wait_ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t nsec = (uint64_t)ts.tv_nsec + wait_ns;
-    ts.tv_sec += (time_t)(nsec / FG_NS_PER_S);
-    ts.tv_nsec = (long)(nsec % FG_NS_PER_S);
+    uint64_t until = fg_clock_real_ns() + wait_ns;
     pthread_mutex_lock(&le->mu);
-    while (!le->stopping && pthread_cond_timedwait(&le->wake, &le->mu, &ts) == 0)
-        ;
+    for (uint64_t now; !le->stopping && (now = fg_clock_real_ns()) < until;)
+        fg_cond_wait_ns(&le->wake, &le->mu, until - now);
     bool stopping = le->stopping;
     pthread_mutex_unlock(&le->mu);
     return stopping;

@@ -71,11 +71,7 @@ enum fg_err fg_manager_new(const struct fg_manager_opts *opts, struct fg_manager
     m->component = fg_strdup(opts->component ? opts->component : "fracgpu");
     m->listen = opts->listen ? fg_strdup(opts->listen) : NULL;
     pthread_mutex_init(&m->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    fg_cond_init_monotonic(&m->wake);
     m->metrics = fg_metrics_new();
 
     enum fg_err err = fg_kube_config_load_default(opts->kubeconfig, &m->config, errmsg);
@@ -241,16 +237,9 @@ static void *supervisor_main(void *arg)
             lead(m);
         else if (!want && m->leading)
             stand_by(m, "no longer leading");
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += (long)SUPERVISE_NS;
-        if (ts.tv_nsec >= (long)FG_NS_PER_S) {
-            ts.tv_sec++;
-            ts.tv_nsec -= (long)FG_NS_PER_S;
-        }
         pthread_mutex_lock(&m->mu);
         if (!m->stopping)
-            pthread_cond_timedwait(&m->wake, &m->mu, &ts);
+            fg_cond_wait_ns(&m->wake, &m->mu, SUPERVISE_NS);
     }
     pthread_mutex_unlock(&m->mu);
     if (m->leading)

@@ -99,7 +99,7 @@ void *fg__delay_loop(void *arg)
         if (q->heap_len == 0)
             pthread_cond_wait(&q->delay_wake, &q->lock);
         else
-            fg__cond_wait_ns(&q->delay_wake, &q->lock, fg_clock_sleep_until_hint(q->heap[0].due_ns));
+            fg_cond_wait_ns(&q->delay_wake, &q->lock, fg_clock_sleep_until_hint(q->heap[0].due_ns));
     }
     pthread_mutex_unlock(&q->lock);
     return NULL;

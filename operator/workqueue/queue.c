@@ -4,12 +4,11 @@
  * The FIFO is a ring of owned key copies that doubles when full. A key is in the FIFO only while it
  * is dirty and not processing; get() moves it from dirty to processing, done() takes it out of
  * processing and, if it became dirty meanwhile, puts it back in the FIFO. Conditions are bound to
- * CLOCK_MONOTONIC so bounded waits do not jump with the wall clock.
+ * CLOCK_MONOTONIC (base/clock.h) so bounded waits do not jump with the wall clock.
  */
 #include "operator/workqueue/queue_int.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -17,37 +16,15 @@
 
 #define FIFO_MIN_CAP 16
 
-static void cond_init_monotonic(pthread_cond_t *cond)
-{
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-void fg__cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t timeout_ns)
-{
-    /* An hour bounds the arithmetic; callers loop and look again. */
-    if (timeout_ns > 3600 * FG_NS_PER_S)
-        timeout_ns = 3600 * FG_NS_PER_S;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t nsec = (uint64_t)ts.tv_nsec + timeout_ns;
-    ts.tv_sec += (time_t)(nsec / FG_NS_PER_S);
-    ts.tv_nsec = (long)(nsec % FG_NS_PER_S);
-    pthread_cond_timedwait(cond, lock, &ts);
-}
-
 enum fg_err fg_workqueue_new(const char *name, struct fg_rate_limiter *limiter, struct fg_workqueue **out)
 {
     struct fg_workqueue *q = fg_calloc(1, sizeof *q);
     q->name = fg_strdup(name ? name : "workqueue");
     q->limiter = limiter ? limiter : fg_rate_limiter_new_default();
     pthread_mutex_init(&q->lock, NULL);
-    cond_init_monotonic(&q->ready);
-    cond_init_monotonic(&q->idle);
-    cond_init_monotonic(&q->delay_wake);
+    fg_cond_init_monotonic(&q->ready);
+    fg_cond_init_monotonic(&q->idle);
+    fg_cond_init_monotonic(&q->delay_wake);
     fg__keymap_init(&q->dirty);
     fg__keymap_init(&q->processing);
     fg__keymap_init(&q->waiting);
@@ -212,19 +189,16 @@ void fg_workqueue_shut_down_discard(struct fg_workqueue *q)
 enum fg_err fg_workqueue_shut_down_with_drain(struct fg_workqueue *q, uint64_t timeout_ns)
 {
     fg_workqueue_shut_down(q);
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    uint64_t start = fg_clock_real_ns();
     enum fg_err err = FG_OK;
     pthread_mutex_lock(&q->lock);
     while (q->fifo_len > 0 || q->processing.len > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        uint64_t elapsed = (uint64_t)(now.tv_sec - start.tv_sec) * FG_NS_PER_S +
-                           (uint64_t)now.tv_nsec - (uint64_t)start.tv_nsec;
+        uint64_t elapsed = fg_clock_real_ns() - start;
         if (elapsed >= timeout_ns) {
             err = FG_E_TIMEOUT;
             break;
         }
-        fg__cond_wait_ns(&q->idle, &q->lock, timeout_ns - elapsed);
+        fg_cond_wait_ns(&q->idle, &q->lock, timeout_ns - elapsed);
     }
     pthread_mutex_unlock(&q->lock);
     return err;

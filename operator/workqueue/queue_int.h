@@ -46,8 +46,6 @@ struct fg_workqueue {
 
 /* Queues key as add() does; the caller holds q->lock and has checked the key and shutdown. */
 void fg__queue_add_locked(struct fg_workqueue *q, const char *key);
-/* pthread_cond_wait bounded by timeout_ns of real monotonic time (conds use CLOCK_MONOTONIC). */
-void fg__cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *lock, uint64_t timeout_ns);
 
 /* delay.c: the waiting thread's body, and the release of the heap at free. */
 void *fg__delay_loop(void *arg);
