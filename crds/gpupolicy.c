@@ -1,6 +1,6 @@
 /*
- * gpupolicy — GPUPolicy's cross-field rules, its canonical encoding and digest, and the REST
- * descriptors of both fracgpu custom resources. Decoding lives in gpupolicy_decode.c.
+ * gpupolicy — GPUPolicy's cross-field rules, its canonical encoding and digest. Decoding lives in
+ * gpupolicy_decode.c.
  */
 #include "crds/gpupolicy_fields.h"
 
@@ -8,13 +8,6 @@
 #include <string.h>
 
 #include "base/duration.h"
-
-const struct fg_kube_resource fg_crd_gpupolicies = {
-    .group = FG_GROUP, .version = "v1alpha1", .plural = "gpupolicies", .kind = "GPUPolicy", .namespaced = false,
-};
-const struct fg_kube_resource fg_crd_gpuworkloads = {
-    .group = FG_GROUP, .version = "v1alpha1", .plural = "gpuworkloads", .kind = "GPUWorkload", .namespaced = true,
-};
 
 enum fg_err fg_gpupolicy_validate(const struct fg_gpupolicy_spec *s, const char **reason, char *errmsg)
 {

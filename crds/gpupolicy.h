@@ -18,15 +18,21 @@
 #define FG_CRDS_GPUPOLICY_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
-#include "operator/kube/resource.h"
 
+/* The API group and version of both custom resources, and their names, as the CRD YAML files declare them
+ * (test_schema checks that they agree). How to reach them over REST is the client's business: see
+ * reconcilers/resources.h. */
 #define FG_GROUP "fracgpu.io"
+#define FG_API_GROUP_VERSION "v1alpha1"
 #define FG_API_VERSION "fracgpu.io/v1alpha1"
-
-extern const struct fg_kube_resource fg_crd_gpupolicies, fg_crd_gpuworkloads;
+#define FG_GPUPOLICY_KIND "GPUPolicy"
+#define FG_GPUPOLICY_PLURAL "gpupolicies"
+#define FG_GPUWORKLOAD_KIND "GPUWorkload"
+#define FG_GPUWORKLOAD_PLURAL "gpuworkloads"
 
 enum fg_workload_class { FG_CLASS_INFERENCE, FG_CLASS_TRAINING, FG_CLASS_BATCH, FG_CLASS_BUILD };
 enum fg_sharing { FG_SHARING_TIMESLICE, FG_SHARING_MPS, FG_SHARING_EXCLUSIVE };

@@ -14,6 +14,7 @@
 #include "crds/gpuworkload.h"
 #include "operator/manager/controllers.h"
 #include "reconcilers/policy_status.h"
+#include "reconcilers/resources.h"
 
 #define COMPONENT "policy-reconciler"
 

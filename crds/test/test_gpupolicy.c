@@ -226,9 +226,6 @@ static void test_names(void **state)
     assert_string_equal(fg_isolation_name(FG_ISOLATION_DEDICATED), "dedicated");
     assert_string_equal(fg_update_mode_name(FG_UPDATE_OFF), "Off");
     assert_null(fg_sharing_name((enum fg_sharing)7));
-    assert_string_equal(fg_crd_gpupolicies.plural, "gpupolicies");
-    assert_false(fg_crd_gpupolicies.namespaced);
-    assert_true(fg_crd_gpuworkloads.namespaced);
 }
 
 int main(void)

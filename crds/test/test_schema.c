@@ -142,8 +142,12 @@ static void test_gpupolicy_schema_matches_decoder(void **state)
     json_object_put(crd);
 }
 
-static void check_crd_frame(const char *file, const struct fg_kube_resource *res, const char *scope,
-                            const char *short_name, const char *const *columns)
+struct names {
+    const char *group, *version, *plural, *kind;
+};
+
+static void check_crd_frame(const char *file, const struct names *res, const char *scope, const char *short_name,
+                            const char *const *columns)
 {
     json_object *crd = load_crd(file);
     char name[128];
@@ -179,10 +183,12 @@ static void test_crd_frames(void **state)
     (void)state;
     /* The columns `kubectl get` prints, in order (upper-cased by kubectl): docs/policies.md lists GPUPolicy's. */
     const char *const policy_cols[] = { "Class", "Sharing", "Window", "Compute-P", "Headroom", "Workloads", "Age", NULL };
-    check_crd_frame("gpupolicies.yaml", &fg_crd_gpupolicies, "Cluster", "gpol", policy_cols);
+    const struct names policy = { FG_GROUP, FG_API_GROUP_VERSION, FG_GPUPOLICY_PLURAL, FG_GPUPOLICY_KIND };
+    check_crd_frame("gpupolicies.yaml", &policy, "Cluster", "gpol", policy_cols);
     const char *const workload_cols[] = { "Target", "Policy", "Pods", "Compute", "Memory", "Recommended",
                                           "GPUs-Saved", "Age", NULL };
-    check_crd_frame("gpuworkloads.yaml", &fg_crd_gpuworkloads, "Namespaced", "gpuw", workload_cols);
+    const struct names workload = { FG_GROUP, FG_API_GROUP_VERSION, FG_GPUWORKLOAD_PLURAL, FG_GPUWORKLOAD_KIND };
+    check_crd_frame("gpuworkloads.yaml", &workload, "Namespaced", "gpuw", workload_cols);
 }
 
 int main(void)
