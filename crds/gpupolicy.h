@@ -27,7 +27,7 @@
  * (test_schema checks that they agree). How to reach them over REST is the client's business: see
  * reconcilers/resources.h. */
 #define FG_GROUP "fracgpu.io"
-#define FG_API_GROUP_VERSION "v1alpha1"
+#define FG_CRD_VERSION "v1alpha1"
 #define FG_API_VERSION "fracgpu.io/v1alpha1"
 #define FG_GPUPOLICY_KIND "GPUPolicy"
 #define FG_GPUPOLICY_PLURAL "gpupolicies"

@@ -4,10 +4,10 @@
 #include "crds/gpupolicy.h"
 
 const struct fg_kube_resource fg_crd_gpupolicies = {
-    .group = FG_GROUP, .version = FG_API_GROUP_VERSION, .plural = FG_GPUPOLICY_PLURAL, .kind = FG_GPUPOLICY_KIND,
+    .group = FG_GROUP, .version = FG_CRD_VERSION, .plural = FG_GPUPOLICY_PLURAL, .kind = FG_GPUPOLICY_KIND,
     .namespaced = false,
 };
 const struct fg_kube_resource fg_crd_gpuworkloads = {
-    .group = FG_GROUP, .version = FG_API_GROUP_VERSION, .plural = FG_GPUWORKLOAD_PLURAL, .kind = FG_GPUWORKLOAD_KIND,
+    .group = FG_GROUP, .version = FG_CRD_VERSION, .plural = FG_GPUWORKLOAD_PLURAL, .kind = FG_GPUWORKLOAD_KIND,
     .namespaced = true,
 };
