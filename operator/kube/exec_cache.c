@@ -17,6 +17,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -115,7 +116,14 @@ struct fg__kube_creds *fg__kube_creds_new(const struct fg_kube_config *cfg, unsi
     cr->timeout_ms = timeout_ms;
     pthread_mutex_init(&cr->lock, NULL);
     pthread_cond_init(&cr->cond, NULL);
-    if (pipe2(cr->cancel, O_CLOEXEC) != 0 || pthread_create(&cr->thread, NULL, refresher, cr) != 0) {
+    /* The refresher inherits a mask blocking every signal: SIGTERM and SIGINT must reach the thread
+     * the program waits on them with (fg_manager_run), whenever this client was made. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    bool started = pipe2(cr->cancel, O_CLOEXEC) == 0 && pthread_create(&cr->thread, NULL, refresher, cr) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!started) {
         fg_log(FG_LOG_ERROR, "kube", "cannot start the exec credential refresher");
         abort();   /* out of descriptors or threads: as fatal as out of memory */
     }

@@ -281,8 +281,9 @@ static void stop_loop_side(struct fg_manager *m)
 
 enum fg_err fg_manager_start(struct fg_manager *m, char *errmsg)
 {
-    if (m->started)
-        return fg_errmsg(errmsg, FG_E_BUSY, "the manager is already started");
+    if (m->started || m->spent)
+        return fg_errmsg(errmsg, FG_E_BUSY, "a manager starts once");
+    m->spent = true;
     enum fg_err err = fg_kube_loop_start(m->loop);
     if (err)
         return fg_errmsg(errmsg, err, "cannot start the kube loop");

@@ -90,7 +90,7 @@ enum fg_err fg_manager_add_healthz(struct fg_manager *m, const char *name, fg_ch
 void fg_manager_on_free(struct fg_manager *m, void (*fn)(void *ud), void *ud);
 
 /* Starts everything (see the essay); on failure everything started is stopped and errmsg says what
- * failed. */
+ * failed. A manager starts once: FG_E_BUSY the second time. */
 enum fg_err fg_manager_start(struct fg_manager *m, char *errmsg) FG_MUST_USE;
 /* Stops everything in reverse order; idempotent. */
 void fg_manager_stop(struct fg_manager *m);

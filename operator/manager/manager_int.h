@@ -49,6 +49,7 @@ struct fg_manager {
     unsigned http_port;
 
     bool started;
+    bool spent;                     /* started once already: a manager is not restarted */
     pthread_t supervisor;
     pthread_mutex_t mu;             /* guards stopping; wakes the supervisor */
     pthread_cond_t wake;
