@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "operator/commands.h"
+#include "scheduler/replay/cmd_replay.h"
 
 struct command {
     const char *name;

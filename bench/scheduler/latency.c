@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "scheduler/framework.h"
-#include "scheduler/policy.h"
-#include "scheduler/replay.h"
-#include "scheduler/rng.h"
+#include "scheduler/core/rng.h"
+#include "scheduler/plugins/plugins.h"
+#include "scheduler/policies/policy.h"
+#include "scheduler/replay/replay.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -58,7 +58,7 @@ static int run(const struct fg_sched_trace *t, const char *policy, int n_gpus, i
         return -1;
     }
     struct fg_sched_framework fw;
-    fg_sched_framework_init(&fw, pol);
+    fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
     struct fg_sched_rng rng;
     fg_sched_rng_seed(&rng, 42);
     int rc = -1;

@@ -3,7 +3,7 @@
 #
 #   bench/scheduler/placement_table.sh [--run BUILD] OUTDIR
 #
-# With --run, first replays every trace of BENCHMARKS.md §1 under every policy for seeds 42–51 with
+# With --run, first replays every trace of docs/benchmarks.md under every policy for seeds 42–51 with
 # BUILD/bin/fracgpu (one process per trace and policy, as many at once as there are cores, niced),
 # writing OUTDIR/<trace>.<policy>.json. Then prints, from OUTDIR and the published results in
 # ../shared/data/alibaba-gpu-v2023/fgd-expected-results: the reproduction of the published policies,

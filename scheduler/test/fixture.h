@@ -2,7 +2,7 @@
 #ifndef FG_SCHEDULER_TEST_FIXTURE_H
 #define FG_SCHEDULER_TEST_FIXTURE_H
 
-#include "scheduler/framework.h"
+#include "scheduler/plugins/plugins.h"
 
 /* Adds a node (asserting success) with cpu cores, mem GiB, n GPUs of model; returns its index. */
 int fx_node(struct fg_sched_cluster *c, const char *name, int cores, int mem_gib, int n_gpus, const char *model);
