@@ -53,7 +53,7 @@ static int run(const struct fg_sched_trace *t, const char *policy, int n_gpus, i
     fg_sched_replay_mix(t, &mix);
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
-    if (fg_sched_policy_new(policy, &c, &mix, 1, &pol, errmsg)) {
+    if (fg_sched_policy_new(policy, &mix, 1, &pol, errmsg)) {
         fprintf(stderr, "%s\n", errmsg);
         return -1;
     }

@@ -4,15 +4,17 @@
  * A node's score under the FGD-family policies depends only on its model, free CPU and each GPU's
  * free compute, free memory and tenants' mode (dedicated owners aside, which those policies never
  * cache). The cluster keeps one record per distinct such state and gives every node the id of its
- * record, re-interned by fg_sched_reserve/unreserve, so a policy's node-equivalence cache (equiv.c)
- * is one array index per node instead of a hash and a GPU-by-GPU comparison on every cycle.
+ * record, re-interned on every change of the node (cluster.c), so a placement policy's
+ * node-equivalence cache (policies/equiv.c) is one array index per node instead of a hash and a
+ * GPU-by-GPU comparison on every cycle.
  *
  * Design: records are appended and looked up through an open-addressing index keyed by a hash of
  * the state, equality confirmed field by field at intern time (once per change, not per cycle).
  * Records are never removed one by one: when the table is full every node is re-interned from
- * scratch (ids are renumbered; live states are at most the node count, the table holds twice that
- * plus slack, so this happens at most once per node-count-many new states). Ids are therefore only
- * meaningful between two changes of the cluster, which is exactly the life of a scheduling cycle.
+ * scratch (ids are renumbered; live states are at most the node count, the table holds twice the
+ * slot count plus slack, so this happens at most once per node-count-many new states; a removed
+ * node's slot holds no state). Ids are therefore only meaningful between two changes of the
+ * cluster, which is exactly the life of a scheduling cycle.
  * Ownership: the table belongs to the cluster (freed by fg_sched_cluster_cleanup).
  */
 #include <stdlib.h>
@@ -74,10 +76,10 @@ static bool same(const struct state_rec *a, const struct state_rec *b)
     return true;
 }
 
-/* Empties the table, sized for a cluster of n_nodes. */
-static void reset(struct fg__sched_states *s, size_t n_nodes)
+/* Empties the table, sized for a cluster of n_slots node slots. */
+static void reset(struct fg__sched_states *s, size_t n_slots)
 {
-    uint32_t cap = (uint32_t)(2 * n_nodes + 64);
+    uint32_t cap = (uint32_t)(2 * n_slots + 64);
     if (cap != s->cap) {
         free(s->recs);
         free(s->index);
@@ -112,9 +114,11 @@ static uint32_t intern(struct fg__sched_states *s, const struct state_rec *r)
 
 static void intern_all(struct fg_sched_cluster *c)
 {
-    reset(c->states, c->n_nodes);
+    reset(c->states, c->n_slots);
     struct state_rec r;
-    for (size_t i = 0; i < c->n_nodes; i++) {
+    for (size_t i = 0; i < c->n_slots; i++) {
+        if (c->nodes[i].removed)
+            continue;
         state_of(&c->nodes[i], &r);
         c->nodes[i].state = intern(c->states, &r);
     }
@@ -124,7 +128,7 @@ void fg__sched_states_update(struct fg_sched_cluster *c, struct fg_sched_node *n
 {
     if (!c->states) {
         c->states = fg_calloc(1, sizeof *c->states);
-        reset(c->states, c->n_nodes);
+        reset(c->states, c->n_slots);
     }
     struct state_rec r;
     state_of(n, &r);

@@ -144,7 +144,7 @@ static bool gpu_model_skips(const struct fg_sched_cycle *cy)
 {
     const struct fg_sched_cluster *c = cy->cluster;
     uint32_t all = (uint32_t)((1ull << c->n_models) - 1);
-    return cpu_only(cy) || (c->gpuless_nodes == 0 && (cy->model_mask & all) == all);
+    return cpu_only(cy) || (c->nodes_by_gpus[0] == 0 && (cy->model_mask & all) == all);
 }
 
 const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gpu_model_pre, gpu_model,
@@ -154,7 +154,7 @@ const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gp
 static inline bool admits_all(const struct fg_sched_node *n, const struct fg_sched_pod *p)
 {
     return p->isolation != FG_SCHED_ISO_DEDICATED && n->owned_gpus == 0 && p->gpu_mem_mib == 0 &&
-           !(n->tenant_modes & ~(1u << p->sharing));
+           !n->gpu_mem_short && !(n->tenant_modes & ~(1u << p->sharing));
 }
 
 static inline bool sharing_admits(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)

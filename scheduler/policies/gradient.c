@@ -9,26 +9,49 @@
 
 #define MEMO_WAYS 128
 
+/* The per-node cells of fit and small: one per group of the node's model, at most one per type. */
+static size_t row(const struct fg__grad *gr)
+{
+    return gr->n_types ? gr->n_types : 1;
+}
+
 static void alloc_types(struct fg__grad *gr)
 {
     free(gr->fit);
     free(gr->small);
-    size_t cells = gr->n_nodes * (gr->n_types ? gr->n_types : 1);
-    gr->fit = fg_calloc(cells, sizeof *gr->fit);
-    gr->small = fg_calloc(cells, sizeof *gr->small);
+    gr->fit = fg_calloc(gr->n_slots * row(gr), sizeof *gr->fit);
+    gr->small = fg_calloc(gr->n_slots * row(gr), sizeof *gr->small);
 }
 
-void fg__grad_init(struct fg__grad *gr, size_t n_nodes, const struct fg_sched_mix *mix)
+void fg__grad_init(struct fg__grad *gr, const struct fg_sched_mix *mix)
 {
     memset(gr, 0, sizeof *gr);
-    gr->n_nodes = n_nodes ? n_nodes : 1;
-    gr->node_ver = fg_calloc(gr->n_nodes, sizeof *gr->node_ver);
-    gr->node_gen = fg_calloc(gr->n_nodes, sizeof *gr->node_gen);
-    gr->idle = fg_calloc(gr->n_nodes, sizeof *gr->idle);
-    gr->frag = fg_calloc(gr->n_nodes, sizeof *gr->frag);
-    gr->memo = fg_calloc(gr->n_nodes * MEMO_WAYS, sizeof *gr->memo);
     gr->models = fg_calloc(FG_SCHED_MAX_MODELS, sizeof *gr->models);
     fg__grad_set_mix(gr, mix);
+}
+
+/* Grows array *a of `old` elements of `size` bytes to n, the new ones zero. */
+static void grow(void *a, size_t size, size_t old, size_t n)
+{
+    void **p = a;
+    *p = fg_realloc(*p, n * size);
+    memset((char *)*p + old * size, 0, (n - old) * size);
+}
+
+void fg__grad_fit_slots(struct fg__grad *gr, size_t n_slots)
+{
+    if (n_slots <= gr->n_slots)
+        return;
+    size_t old = gr->n_slots, n = 2 * old > n_slots ? 2 * old : n_slots;
+    grow(&gr->node_ver, sizeof *gr->node_ver, old, n);
+    grow(&gr->node_gen, sizeof *gr->node_gen, old, n);
+    grow(&gr->idle, sizeof *gr->idle, old, n);
+    grow(&gr->frag, sizeof *gr->frag, old, n);
+    grow(&gr->fit, sizeof *gr->fit * row(gr), old, n);
+    grow(&gr->small, sizeof *gr->small * row(gr), old, n);
+    free(gr->memo);  /* laid out way by way with a stride of the slot count: starts over */
+    gr->memo = fg_calloc(n * MEMO_WAYS, sizeof *gr->memo);
+    gr->n_slots = n;
 }
 
 void fg__grad_cleanup(struct fg__grad *gr)
@@ -298,12 +321,12 @@ struct fg__grad_memo *fg__grad_memo_get(struct fg__grad *gr, const struct fg_sch
                                         const struct fg_sched_pod *p, int64_t cpu, bool *valid)
 {
     *valid = false;
-    if (p->isolation == FG_SCHED_ISO_DEDICATED || i >= gr->n_nodes)
+    if (p->isolation == FG_SCHED_ISO_DEDICATED)
         return NULL;
     struct fg__grad_shape k = { cpu, p->gpu_mem_mib, p->gpu_milli, p->n_gpus, (int)p->sharing };
     uint32_t id = shape_id(gr, &k);
-    struct fg__grad_memo *m = &gr->memo[(id % MEMO_WAYS) * gr->n_nodes + i];  /* a cycle streams one way */
-    if (i + 8 < gr->n_nodes)
+    struct fg__grad_memo *m = &gr->memo[(id % MEMO_WAYS) * gr->n_slots + i];  /* a cycle streams one way */
+    if (i + 8 < gr->n_slots)
         __builtin_prefetch(m + 8);
     uint64_t version_plus1 = c->nodes[i].version + 1;
     if (m->version_plus1 == version_plus1 && m->gen == gr->mix_gen && m->shape == id) {

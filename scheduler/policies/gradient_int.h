@@ -11,7 +11,9 @@
  *
  * with W the weight of the whole mix and W_cpu that of the group's types whose CPU request the node's
  * free CPU covers (all of them unless the node is short of CPU). Each node keeps, per group of its
- * model, the fit count and small sum, refreshed only when the node's version or the mix changes. A
+ * model, the fit count and small sum, refreshed only when the node's version or the mix changes
+ * (versions are unique across the cluster, so a slot reused by a new node is never read from its
+ * predecessor's entries; the arrays grow with the cluster's slots, fg__grad_fit_slots). A
  * candidate placement then costs O(groups): only the GPUs it touches and the node's free CPU change.
  * On the `default` trace the 35 types (5 of them CPU-only, which only add to W · idle) make 12 groups.
  * Results equal fg_sched_frag exactly, which sums type by type in mix order (the unit tests compare
@@ -56,14 +58,14 @@ struct fg__grad_model {
 struct fg__grad {
     const struct fg_sched_mix *mix; /* borrowed */
     uint64_t mix_gen;
-    size_t n_nodes, n_types;
-    uint64_t *node_ver, *node_gen;  /* per node: version and mix generation cached */
+    size_t n_slots, n_types;        /* per-node arrays cover n_slots node slots */
+    uint64_t *node_ver, *node_gen;  /* per node: version + 1 (0: none) and mix generation cached */
     int *idle;                      /* per node: Σ free milli */
     int *fit, *small;               /* per node × group of its model */
     int64_t weight_total;           /* Σ of the mix's weights (mix.h's fixed point) */
     struct fg__grad_model *models;  /* FG_SCHED_MAX_MODELS, by model index */
     double *frag;                   /* per node: F */
-    struct fg__grad_memo *memo;     /* MEMO_WAYS × nodes: candidate evaluations across cycles */
+    struct fg__grad_memo *memo;     /* MEMO_WAYS × n_slots: candidate evaluations across cycles */
     struct fg__grad_shape *shapes;  /* by id */
     uint32_t n_shapes, cap_shapes;
     uint32_t *shape_index;          /* open addressing over 2 · cap_shapes slots: id + 1, 0 = empty */
@@ -100,8 +102,12 @@ struct fg__grad_change {
     int before, after;
 };
 
-void fg__grad_init(struct fg__grad *gr, size_t n_nodes, const struct fg_sched_mix *mix);
+void fg__grad_init(struct fg__grad *gr, const struct fg_sched_mix *mix);
 void fg__grad_cleanup(struct fg__grad *gr);
+/* Covers node slots 0..n_slots (grown to twice the slots it had at least, so that nodes added one
+ * by one rarely grow it; the first call sizes it exactly). New slots start uncached; growing
+ * forgets the memo. Every other function takes a slot below n_slots. */
+void fg__grad_fit_slots(struct fg__grad *gr, size_t n_slots);
 /* The mix changed (contents or address): every node's cache is stale. */
 void fg__grad_set_mix(struct fg__grad *gr, const struct fg_sched_mix *mix);
 /* F of node i, refreshing its cache when stale. */

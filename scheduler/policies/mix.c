@@ -147,3 +147,40 @@ double fg_sched_frag_node(const struct fg_sched_mix *mix, const struct fg_sched_
         free[j] = n->gpus[j].free_milli;
     return fg_sched_frag(mix, n->model, n->free_cpu, free, n->n_gpus);
 }
+
+/* F of slot id as it stands, 0 for a free slot. */
+static double slot_frag(const struct fg_sched_mix *mix, const struct fg_sched_cluster *c, size_t id)
+{
+    return c->nodes[id].removed ? 0 : fg_sched_frag_node(mix, &c->nodes[id]);
+}
+
+void fg_sched_frag_sum_init(struct fg_sched_frag_sum *fs, const struct fg_sched_mix *mix,
+                            const struct fg_sched_cluster *c)
+{
+    fs->mix = mix;
+    fs->n_slots = c->n_slots;
+    fs->node = fg_malloc(fs->n_slots * sizeof *fs->node);
+    fs->total = 0;
+    for (size_t i = 0; i < fs->n_slots; i++) {
+        fs->node[i] = slot_frag(mix, c, i);
+        fs->total += fs->node[i];
+    }
+}
+
+void fg_sched_frag_sum_update(struct fg_sched_frag_sum *fs, const struct fg_sched_cluster *c, int id)
+{
+    if ((size_t)id >= fs->n_slots) {  /* a node added in a new slot */
+        fs->node = fg_realloc(fs->node, c->n_slots * sizeof *fs->node);
+        memset(fs->node + fs->n_slots, 0, (c->n_slots - fs->n_slots) * sizeof *fs->node);
+        fs->n_slots = c->n_slots;
+    }
+    fs->total -= fs->node[id];
+    fs->node[id] = slot_frag(fs->mix, c, (size_t)id);
+    fs->total += fs->node[id];
+}
+
+void fg_sched_frag_sum_cleanup(struct fg_sched_frag_sum *fs)
+{
+    free(fs->node);
+    memset(fs, 0, sizeof *fs);
+}

@@ -84,4 +84,20 @@ double fg_sched_frag(const struct fg_sched_mix *mix, int model, int64_t free_cpu
 /* fg_sched_frag of node n as it stands. */
 double fg_sched_frag_node(const struct fg_sched_mix *mix, const struct fg_sched_node *n);
 
+/* The fragmentation of a whole cluster for a mix — Σ fg_sched_frag_node over its live nodes — kept
+ * as a running sum: a node's F is recomputed only when the caller says the node changed. The sum is
+ * in double, in the order of the changes (the placement experiment's curves are defined so). */
+struct fg_sched_frag_sum {
+    const struct fg_sched_mix *mix; /* borrowed */
+    double *node;                   /* per slot: the node's F in the sum, 0 for a free slot */
+    size_t n_slots;
+    double total;
+};
+
+void fg_sched_frag_sum_init(struct fg_sched_frag_sum *fs, const struct fg_sched_mix *mix,
+                            const struct fg_sched_cluster *c);
+/* Node id of c changed: charged, released, updated, added or removed. */
+void fg_sched_frag_sum_update(struct fg_sched_frag_sum *fs, const struct fg_sched_cluster *c, int id);
+void fg_sched_frag_sum_cleanup(struct fg_sched_frag_sum *fs);
+
 #endif

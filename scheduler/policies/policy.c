@@ -1,4 +1,4 @@
-/* policy — the registry that builds a policy by name (see policy.h). */
+/* policy — the registry that builds a placement policy by name (see policy.h). */
 #include <string.h>
 
 #include "scheduler/policies/policy_int.h"
@@ -6,32 +6,31 @@
 const char *const fg_sched_policy_names[] = { "random",  "dotprod", "clustering",      "packing", "bestfit",
                                               "fgd",     "fracgpu", "fracgpu-offline", NULL };
 
-enum fg_err fg_sched_policy_new(const char *name, const struct fg_sched_cluster *c, const struct fg_sched_mix *mix,
-                                uint64_t seed, struct fg_sched_policy **out, char *errmsg)
+enum fg_err fg_sched_policy_new(const char *name, const struct fg_sched_mix *mix, uint64_t seed,
+                                struct fg_sched_policy **out, char *errmsg)
 {
     *out = NULL;
     if (!name)
-        return fg_errmsg(errmsg, FG_E_INVAL, "no policy named");
+        return fg_errmsg(errmsg, FG_E_INVAL, "no placement policy named");
     if (!strcmp(name, "random"))
         *out = fg__sched_random_new(seed);
     else if (!strcmp(name, "dotprod"))
         *out = fg__sched_dotprod_new();
     else if (!strcmp(name, "clustering"))
-        *out = fg__sched_clustering_new(c);
+        *out = fg__sched_clustering_new();
     else if (!strcmp(name, "packing"))
         *out = fg__sched_packing_new();
     else if (!strcmp(name, "bestfit"))
         *out = fg__sched_bestfit_new();
     else if (!strcmp(name, "fracgpu"))
-        *out = fg__sched_fracgpu_new(c, NULL);
+        *out = fg__sched_fracgpu_new(NULL);
     else if (!strcmp(name, "fgd") || !strcmp(name, "fracgpu-offline")) {
         if (!mix)
-            return fg_errmsg(errmsg, FG_E_INVAL, "policy %s needs the trace's reference mix", name);
-        *out = name[1] == 'g' ? fg__sched_fgd_new(c, mix) : fg__sched_fracgpu_new(c, mix);
+            return fg_errmsg(errmsg, FG_E_INVAL, "placement policy %s needs the trace's reference mix", name);
+        *out = name[1] == 'g' ? fg__sched_fgd_new(mix) : fg__sched_fracgpu_new(mix);
     } else {
-        return fg_errmsg(errmsg, FG_E_INVAL, "unknown policy '%s'", name);
+        return fg_errmsg(errmsg, FG_E_INVAL, "unknown placement policy '%s'", name);
     }
-    (*out)->n_nodes = c->n_nodes;
     return FG_OK;
 }
 

@@ -15,13 +15,11 @@
 
 struct fg_sched_mix;
 
-/* Creates policy `name` for cluster c (borrowed, must outlive the policy). Policies keep per-node
- * state, so c's node set must not change afterwards: when it does, create a new policy
- * (fg_sched_schedule refuses a cluster whose node count differs). mix (borrowed, may be
- * NULL unless the policy needs one) is the whole-trace reference mix; seed drives the random policy.
- * FG_E_INVAL (errmsg) for an unknown name or a missing mix. */
-enum fg_err fg_sched_policy_new(const char *name, const struct fg_sched_cluster *c,
-                                const struct fg_sched_mix *mix, uint64_t seed,
+/* Creates placement policy `name`. It is not tied to a cluster's node count: it follows the nodes
+ * of the cluster it is used with as they come, change and go (framework.h), one cluster for its
+ * whole life. mix (borrowed, may be NULL unless the placement policy needs one) is the whole-trace
+ * reference mix; seed drives `random`. FG_E_INVAL (errmsg) for an unknown name or a missing mix. */
+enum fg_err fg_sched_policy_new(const char *name, const struct fg_sched_mix *mix, uint64_t seed,
                                 struct fg_sched_policy **out, char *errmsg) FG_MUST_USE;
 void fg_sched_policy_free(struct fg_sched_policy *pol);
 

@@ -1,13 +1,18 @@
 /*
- * policy_baseline — the five simple policies of the FGD paper, exactly as its experiment scores them.
+ * policy_baseline — the five simple placement policies of the FGD paper, exactly as its experiment
+ * scores them.
  *
  * Random picks a uniformly random feasible node (and GPU); DotProd and BestFit score the node's free
  * CPU and GPU against the request (BestFit rescales across the feasible nodes); GpuPacking prefers
  * shared GPUs, then used nodes, then empty ones; GpuClustering keeps pods of one kind (sharing or
- * k-GPU) together and tracks which kinds each node hosts. Scores use the pod's CPU with 0 taken as
- * 100 milli, as the experiment does. Capacity constants (128 cores, 8 GPUs) are the paper's.
+ * k-GPU) together and tracks which kinds each node hosts: pods per kind per node, counted by Reserve
+ * and Unreserve, so that a kind leaves a node with its last pod there (the experiment never releases
+ * a pod, where this equals the paper's tags) and a reused slot starts empty (the counts are of the
+ * node whose uid they carry). Scores use the pod's CPU with 0 taken as 100 milli, as the experiment
+ * does. Capacity constants (128 cores, 8 GPUs) are the paper's.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/mem.h"
 #include "scheduler/core/rng.h"
@@ -56,7 +61,12 @@ static int64_t random_score(struct fg_sched_policy *pol, const struct fg_sched_c
     return (int64_t)(fg_sched_rng_next(&rp->rng) >> 1);
 }
 
-static const struct fg_sched_policy_ops random_ops = { "random", random_score, NULL, NULL, NULL, free_plain };
+/* The ops of a placement policy that scores from the cluster alone. */
+#define PLAIN_OPS(name, score, normalize)                                                                  \
+    { name, score, normalize, fg_sched_policy_observe_none, fg_sched_policy_reserve_none,                  \
+      fg_sched_policy_reserve_none, free_plain }
+
+static const struct fg_sched_policy_ops random_ops = PLAIN_OPS("random", random_score, NULL);
 
 struct fg_sched_policy *fg__sched_random_new(uint64_t seed)
 {
@@ -79,7 +89,7 @@ static int64_t dotprod_score(struct fg_sched_policy *pol, const struct fg_sched_
     return (int64_t)(100.0 * (1.0 - 0.5 * d));
 }
 
-static const struct fg_sched_policy_ops dotprod_ops = { "dotprod", dotprod_score, NULL, NULL, NULL, free_plain };
+static const struct fg_sched_policy_ops dotprod_ops = PLAIN_OPS("dotprod", dotprod_score, NULL);
 
 struct fg_sched_policy *fg__sched_dotprod_new(void)
 {
@@ -113,8 +123,7 @@ static void bestfit_normalize(struct fg_sched_policy *pol, int64_t *s, size_t n)
         s[i] = hi == lo ? 0 : (s[i] - lo) * 100 / (hi - lo);
 }
 
-static const struct fg_sched_policy_ops bestfit_ops = { "bestfit", bestfit_score, bestfit_normalize, NULL, NULL,
-                                                        free_plain };
+static const struct fg_sched_policy_ops bestfit_ops = PLAIN_OPS("bestfit", bestfit_score, bestfit_normalize);
 
 struct fg_sched_policy *fg__sched_bestfit_new(void)
 {
@@ -159,7 +168,7 @@ static int64_t packing_score(struct fg_sched_policy *pol, const struct fg_sched_
     return 100 - ratio / 10 > 50 ? 100 - ratio / 10 : 50;
 }
 
-static const struct fg_sched_policy_ops packing_ops = { "packing", packing_score, NULL, NULL, NULL, free_plain };
+static const struct fg_sched_policy_ops packing_ops = PLAIN_OPS("packing", packing_score, NULL);
 
 struct fg_sched_policy *fg__sched_packing_new(void)
 {
@@ -170,14 +179,41 @@ struct fg_sched_policy *fg__sched_packing_new(void)
 
 /* ---- clustering ---- */
 
-struct clustering_policy {
-    struct fg_sched_policy base;
-    uint32_t *tags;                 /* per node: bit 0 "share", bit k "k-gpu" */
+/* What one node slot hosts: pods per kind (0 sharing, k k-GPU) of the node with uid `uid`. */
+struct clustering_node {
+    uint64_t uid;
+    uint32_t tags;                  /* bit k: count[k] > 0 */
+    int count[FG_SCHED_MAX_GPUS + 1];
 };
 
-static uint32_t pod_tag(const struct fg_sched_pod *p)
+struct clustering_policy {
+    struct fg_sched_policy base;
+    struct clustering_node *nodes;  /* per slot */
+    size_t cap;
+};
+
+static int pod_kind(const struct fg_sched_pod *p)
 {
-    return p->gpu_milli < FG_SCHED_MILLI ? 1u : 1u << p->n_gpus;
+    return p->gpu_milli < FG_SCHED_MILLI ? 0 : p->n_gpus;
+}
+
+/* Slots for c's nodes, grown when nodes were added (new slots host nothing). */
+static void clustering_grow(struct clustering_policy *cp, const struct fg_sched_cluster *c)
+{
+    if (c->n_slots <= cp->cap)
+        return;
+    size_t cap = c->n_slots > 2 * cp->cap ? c->n_slots : 2 * cp->cap;
+    cp->nodes = fg_realloc(cp->nodes, cap * sizeof *cp->nodes);
+    memset(cp->nodes + cp->cap, 0, (cap - cp->cap) * sizeof *cp->nodes);
+    cp->cap = cap;
+}
+
+/* The kinds node n hosts; none when its slot's counts are of another node (or of none yet). */
+static uint32_t clustering_tags(const struct clustering_policy *cp, const struct fg_sched_cluster *c,
+                                const struct fg_sched_node *n)
+{
+    const struct clustering_node *cn = &cp->nodes[n - c->nodes];
+    return cn->uid == n->uid ? cn->tags : 0;
 }
 
 static int64_t clustering_score(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy,
@@ -188,34 +224,61 @@ static int64_t clustering_score(struct fg_sched_policy *pol, const struct fg_sch
     const struct fg_sched_pod *p = cy->pod;
     if (p->n_gpus == 0)
         return 0;
-    uint32_t have = cp->tags[n - cy->cluster->nodes], mine = pod_tag(p);
+    uint32_t have = clustering_tags(cp, cy->cluster, n), mine = 1u << pod_kind(p);
     int64_t s = !have ? 25 : have == mine ? 75 : (have & mine) ? 50 : 0;
     return s + 25 * (8000 - node_free_gpu(n)) / 8000;
 }
 
-static void clustering_bound(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy, int node,
-                             const struct fg_sched_placement *pl)
+static void clustering_observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
 {
-    (void)pl;
+    clustering_grow((struct clustering_policy *)pol, cy->cluster);
+}
+
+/* Counts (sign 1) or uncounts (-1) a GPU pod on placement pl's node. */
+static void clustering_count(struct fg_sched_policy *pol, const struct fg_sched_cluster *c,
+                             const struct fg_sched_pod *p, const struct fg_sched_placement *pl, int sign)
+{
     struct clustering_policy *cp = (struct clustering_policy *)pol;
-    if (cy->pod->n_gpus > 0)
-        cp->tags[node] |= pod_tag(cy->pod);
+    if (p->n_gpus == 0)
+        return;
+    clustering_grow(cp, c);
+    struct clustering_node *cn = &cp->nodes[pl->node];
+    if (cn->uid != c->nodes[pl->node].uid)
+        *cn = (struct clustering_node){ .uid = c->nodes[pl->node].uid };
+    int k = pod_kind(p);
+    cn->count[k] += sign;
+    if (cn->count[k] > 0)
+        cn->tags |= 1u << k;
+    else
+        cn->tags &= ~(1u << k);
+}
+
+static void clustering_reserve(struct fg_sched_policy *pol, const struct fg_sched_cluster *c,
+                               const struct fg_sched_pod *p, const struct fg_sched_placement *pl)
+{
+    clustering_count(pol, c, p, pl, 1);
+}
+
+static void clustering_unreserve(struct fg_sched_policy *pol, const struct fg_sched_cluster *c,
+                                 const struct fg_sched_pod *p, const struct fg_sched_placement *pl)
+{
+    clustering_count(pol, c, p, pl, -1);
 }
 
 static void clustering_free(struct fg_sched_policy *pol)
 {
     struct clustering_policy *cp = (struct clustering_policy *)pol;
-    free(cp->tags);
+    free(cp->nodes);
     free(cp);
 }
 
-static const struct fg_sched_policy_ops clustering_ops = { "clustering", clustering_score, NULL, NULL,
-                                                           clustering_bound, clustering_free };
+static const struct fg_sched_policy_ops clustering_ops = { "clustering",       clustering_score,     NULL,
+                                                           clustering_observe, clustering_reserve,
+                                                           clustering_unreserve, clustering_free };
 
-struct fg_sched_policy *fg__sched_clustering_new(const struct fg_sched_cluster *c)
+struct fg_sched_policy *fg__sched_clustering_new(void)
 {
     struct clustering_policy *cp = fg_calloc(1, sizeof *cp);
     cp->base.ops = &clustering_ops;
-    cp->tags = fg_calloc(c->n_nodes ? c->n_nodes : 1, sizeof *cp->tags);
     return &cp->base;
 }

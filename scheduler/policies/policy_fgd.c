@@ -124,8 +124,9 @@ static int64_t fgd_score(struct fg_sched_policy *pol, const struct fg_sched_cycl
 
 static void fgd_observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy)
 {
-    (void)cy;
-    fg__equiv_next_cycle(&((struct fgd_policy *)pol)->equiv);
+    struct fgd_policy *fp = (struct fgd_policy *)pol;
+    fg__grad_fit_slots(&fp->grad, cy->cluster->n_slots);
+    fg__equiv_next_cycle(&fp->equiv);
 }
 
 static void fgd_free(struct fg_sched_policy *pol)
@@ -136,13 +137,14 @@ static void fgd_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fgd_ops = { "fgd", fgd_score, NULL, fgd_observe, NULL, fgd_free };
+static const struct fg_sched_policy_ops fgd_ops = { "fgd",       fgd_score, NULL, fgd_observe, fg_sched_policy_reserve_none,
+                                                    fg_sched_policy_reserve_none, fgd_free };
 
-struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
+struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_mix *mix)
 {
     struct fgd_policy *fp = fg_calloc(1, sizeof *fp);
     fp->base.ops = &fgd_ops;
-    fg__grad_init(&fp->grad, c->n_nodes, mix);
+    fg__grad_init(&fp->grad, mix);
     fg__sigmoid_init(&fp->grad.sigmoid);
     fg__equiv_init(&fp->equiv);
     return &fp->base;

@@ -65,7 +65,7 @@ struct fracgpu_policy {
     struct fg__grad grad;
     uint64_t rho_gen;               /* grad.mix_gen that rho was computed for */
     double rho;                     /* CPU milli per GPU milli of the mix's GPU pods */
-    uint32_t all_models;            /* mask of the cluster's models */
+    uint32_t all_models;            /* mask of the cluster's models, this cycle */
     double restricted[FG_SCHED_MAX_MODELS];  /* GPU milli seen from pods restricted to a subset */
     double demand;                  /* GPU milli seen from all pods */
     int64_t pods_seen, rebuilt_at;
@@ -169,7 +169,9 @@ static void observe(struct fg_sched_policy *pol, const struct fg_sched_cycle *cy
 {
     struct fracgpu_policy *fp = (struct fracgpu_policy *)pol;
     const struct fg_sched_pod *p = cy->pod;
+    fg__grad_fit_slots(&fp->grad, cy->cluster->n_slots);
     fg__equiv_next_cycle(&fp->equiv);
+    fp->all_models = (uint32_t)((1ull << cy->cluster->n_models) - 1);
     double d = (double)p->n_gpus * p->gpu_milli;
     fp->demand += d;
     uint32_t mask = cy->model_mask & fp->all_models;
@@ -239,19 +241,18 @@ static void policy_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, NULL, policy_free };
+static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, fg_sched_policy_reserve_none,
+                                                        fg_sched_policy_reserve_none, policy_free };
 
-struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
+struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_mix *mix)
 {
     struct fracgpu_policy *fp = fg_calloc(1, sizeof *fp);
     fp->base.ops = &fracgpu_ops;
     fp->online = mix == NULL;
     fg_sched_mix_counter_init(&fp->seen);
-    fg__grad_init(&fp->grad, c->n_nodes, fp->online ? &fp->own : mix);
+    fg__grad_init(&fp->grad, fp->online ? &fp->own : mix);
     fg__sigmoid_init(&fp->grad.sigmoid);
     fg__equiv_init(&fp->equiv);
-    for (int m = 0; m < c->n_models; m++)
-        fp->all_models |= 1u << m;
     if (!fp->online)
         fg__prices_set_mix(&fp->prices, mix);
     return &fp->base;

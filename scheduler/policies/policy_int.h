@@ -1,4 +1,4 @@
-/* policy_int — what the FGD-family policies share (module-internal). */
+/* policy_int — what the placement policies share (module-internal). */
 #ifndef FG_SCHEDULER_POLICIES_POLICY_INT_H
 #define FG_SCHEDULER_POLICIES_POLICY_INT_H
 
@@ -11,9 +11,9 @@ struct fg_sched_policy *fg__sched_random_new(uint64_t seed);
 struct fg_sched_policy *fg__sched_dotprod_new(void);
 struct fg_sched_policy *fg__sched_bestfit_new(void);
 struct fg_sched_policy *fg__sched_packing_new(void);
-struct fg_sched_policy *fg__sched_clustering_new(const struct fg_sched_cluster *c);
-struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix);
-struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_cluster *c, const struct fg_sched_mix *mix);
+struct fg_sched_policy *fg__sched_clustering_new(void);
+struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_mix *mix);
+struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_mix *mix);
 
 /* FGD's integer score of node n: int(100 · sigmoid((F(before) + bias − F(after)) / 1000)), F from gr
  * (whose sigmoid table the policy has initialised).

@@ -2,8 +2,9 @@
  * replay — one run of the placement experiment (see replay.h for the recipe).
  *
  * Random draws come from one generator seeded with the run's seed, in a fixed order: node ranks,
- * shuffle, inflation or thinning; the random policy gets its own stream. Pods never leave, so the
- * cluster's fragmentation is kept as a running sum that changes only on the node a pod lands on.
+ * shuffle, inflation or thinning; the random placement policy gets its own stream. Pods never leave,
+ * so the cluster's fragmentation is kept as a running sum that changes only on the node a pod lands
+ * on (mix.h's fg_sched_frag_sum).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include "base/mem.h"
 #include "scheduler/core/rng.h"
 #include "scheduler/plugins/plugins.h"
-#include "scheduler/policies/gradient_int.h"
+#include "scheduler/policies/mix.h"
 #include "scheduler/policies/policy.h"
 #include "scheduler/replay/replay.h"
 
@@ -166,25 +167,22 @@ enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *poli
         err = fg_errmsg(errmsg, FG_E_INVAL, "the node list has no GPUs");
         goto out_free_cluster;
     }
-    for (size_t i = c.n_nodes; i > 1; i--) {  /* a random permutation of ranks */
+    for (size_t i = c.n_slots; i > 1; i--) {  /* a random permutation of ranks */
         size_t j = (size_t)fg_sched_rng_below(&rng, i);
         uint32_t tmp = c.nodes[i - 1].rank;
         c.nodes[i - 1].rank = c.nodes[j].rank;
         c.nodes[j].rank = tmp;
     }
     fg_sched_replay_mix(t, &mix);
-    err = fg_sched_policy_new(policy, &c, &mix, seed ^ 0x5eed5eed5eedull, &pol, errmsg);
+    err = fg_sched_policy_new(policy, &mix, seed ^ 0x5eed5eed5eedull, &pol, errmsg);
     if (err)
         goto out_free_cluster;
     list = submission(t, &rng, c.gpu_milli_total, tune, &n_list);
 
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
-    struct fg__grad grad;
-    fg__grad_init(&grad, c.n_nodes, &mix);
-    double frag_sum = 0;
-    for (size_t i = 0; i < c.n_nodes; i++)
-        frag_sum += fg__grad_frag(&grad, &c, i);
+    struct fg_sched_frag_sum frag_sum;
+    fg_sched_frag_sum_init(&frag_sum, &mix, &c);
     double unit = (double)c.gpu_milli_total / 100.0;
     int64_t arrived = 0;
     uint64_t t0 = fg_clock_mono_ns();
@@ -197,15 +195,13 @@ enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *poli
         err = fg_sched_schedule(&fw, &c, &req, &pl, errmsg);
         if (err)
             break;
-        if (pl.code == FG_SCHED_SUCCESS) {
-            frag_sum -= grad.frag[pl.node];
-            frag_sum += fg__grad_frag(&grad, &c, (size_t)pl.node);
-        } else {
+        if (pl.code == FG_SCHED_SUCCESS)
+            fg_sched_frag_sum_update(&frag_sum, &c, pl.node);
+        else
             out->pods_failed++;
-        }
         int x = (int)nearbyint((double)arrived / unit);
         curve_add(alloc, x, round2((double)c.gpu_milli_used * 100.0 / (double)c.gpu_milli_total));
-        curve_add(frag, x, frag_sum * 100.0 / (double)c.gpu_milli_total);
+        curve_add(frag, x, frag_sum.total * 100.0 / (double)c.gpu_milli_total);
     }
     out->elapsed_ms = (double)(fg_clock_mono_ns() - t0) / 1e6;
     out->pods_submitted = (int)n_list;
@@ -214,7 +210,7 @@ enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *poli
     out->unallocated_pct_at_100 = 100.0 - out->alloc_curve[100];
     out->alloc_pct_at_130 = out->alloc_curve[130];
     out->frag_pct_at_80 = curve_at(frag, 80);
-    fg__grad_cleanup(&grad);
+    fg_sched_frag_sum_cleanup(&frag_sum);
     fg_sched_framework_cleanup(&fw);
 out_free_cluster:
     free(list);

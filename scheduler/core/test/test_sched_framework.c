@@ -17,7 +17,7 @@ struct env {
 static void env_open(struct env *e, const char *policy)
 {
     char errmsg[FG_ERRMSG_MAX];
-    assert_int_equal(fg_sched_policy_new(policy, &e->c, NULL, 1, &e->pol, errmsg), FG_OK);
+    assert_int_equal(fg_sched_policy_new(policy, NULL, 1, &e->pol, errmsg), FG_OK);
     fg_sched_framework_init(&e->fw, &fg_sched_profile_default, e->pol);
 }
 
@@ -171,20 +171,37 @@ static void pod_group_waits_for_its_minimum(void **state)
     env_close(&e);
 }
 
-static void policy_bound_to_its_node_set(void **state)
+/* A placement policy made before the cluster has any node follows the nodes as they come and go. */
+static void placement_policy_follows_the_nodes(void **state)
 {
     (void)state;
-    struct env e;
-    fg_sched_cluster_init(&e.c);
-    fx_node(&e.c, "a", 8, 32, 1, "T4");
-    env_open(&e, "fracgpu");
-    fx_node(&e.c, "b", 8, 32, 1, "T4");
-    struct fg_sched_placement pl;
-    char errmsg[FG_ERRMSG_MAX];
-    struct fg_sched_pod p = fx_pod("p", 1, 1, 500);
-    assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &p, &pl, errmsg), FG_E_INVAL);
-    assert_non_null(strstr(errmsg, "nodes"));
-    env_close(&e);
+    const char *const names[] = { "fracgpu", "clustering", "bestfit" };
+    for (size_t k = 0; k < 3; k++) {
+        struct env e;
+        fg_sched_cluster_init(&e.c);
+        env_open(&e, names[k]);
+        struct fg_sched_placement pl;
+        char errmsg[FG_ERRMSG_MAX];
+        struct fg_sched_pod p = fx_pod("p", 1, 1, 1000);
+        assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &p, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.code, FG_SCHED_UNRESOLVABLE);  /* no GPU at all yet */
+        int a = fx_node(&e.c, "a", 8, 32, 1, "T4");
+        assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &p, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.code, FG_SCHED_SUCCESS);
+        assert_int_equal(pl.node, a);
+        int b = fx_node(&e.c, "b", 8, 32, 1, "T4");
+        assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &p, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.node, b);
+        assert_int_equal(fg_sched_cluster_remove_node(&e.c, a, errmsg), FG_OK);
+        int c = fx_node(&e.c, "c", 8, 32, 1, "T4");
+        assert_int_equal(c, a);  /* the slot is reused */
+        assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &p, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.code, FG_SCHED_SUCCESS);
+        assert_int_equal(pl.node, c);
+        assert_int_equal(fg_sched_schedule(&e.fw, &e.c, &p, &pl, errmsg), FG_OK);
+        assert_int_equal(pl.code, FG_SCHED_UNSCHEDULABLE);
+        env_close(&e);
+    }
 }
 
 static void unknown_policy_and_missing_mix(void **state)
@@ -194,10 +211,10 @@ static void unknown_policy_and_missing_mix(void **state)
     fg_sched_cluster_init(&c);
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
-    assert_int_equal(fg_sched_policy_new("nope", &c, NULL, 1, &pol, errmsg), FG_E_INVAL);
+    assert_int_equal(fg_sched_policy_new("nope", NULL, 1, &pol, errmsg), FG_E_INVAL);
     assert_non_null(strstr(errmsg, "nope"));
     assert_null(pol);
-    assert_int_equal(fg_sched_policy_new("fgd", &c, NULL, 1, &pol, errmsg), FG_E_INVAL);
+    assert_int_equal(fg_sched_policy_new("fgd", NULL, 1, &pol, errmsg), FG_E_INVAL);
     assert_non_null(strstr(errmsg, "mix"));
     fg_sched_cluster_cleanup(&c);
 }
@@ -311,7 +328,7 @@ int main(void)
         cmocka_unit_test(default_gpu_choice),
         cmocka_unit_test(unreserve_restores_and_is_idempotent),
         cmocka_unit_test(pod_group_waits_for_its_minimum),
-        cmocka_unit_test(policy_bound_to_its_node_set),
+        cmocka_unit_test(placement_policy_follows_the_nodes),
         cmocka_unit_test(unknown_policy_and_missing_mix),
         cmocka_unit_test(skipped_filters_pass_every_node),
         cmocka_unit_test(cluster_wide_skips_follow_the_nodes),

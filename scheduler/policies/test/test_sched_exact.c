@@ -80,7 +80,7 @@ static void reference_terms(const struct fg_sched_mix *mix, const struct fg_sche
     uint32_t all = (1u << c->n_models) - 1;
     double free_model = 0, free_total = 0, cpu = 0, gpu = 0;
     int idle = 0;
-    for (size_t j = 0; j < c->n_nodes; j++)
+    for (size_t j = 0; j < c->n_slots; j++)
         for (int g = 0; g < c->nodes[j].n_gpus; g++) {
             int f = c->nodes[j].gpus[g].free_milli;
             free_total += f;
@@ -174,7 +174,7 @@ static int check_against_brute_force(const char *policy, int variants, int steps
     struct fg_sched_mix mix = { t, 7 };
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
-    assert_int_equal(fg_sched_policy_new(policy, &c, &mix, 1, &pol, errmsg), FG_OK);
+    assert_int_equal(fg_sched_policy_new(policy, &mix, 1, &pol, errmsg), FG_OK);
     bool fracgpu = strcmp(policy, "fgd") != 0;
     static const char *const t4[] = { "T4" };
     struct seen seen = { 0, { 0 } };

@@ -84,7 +84,8 @@ static void gradient_matches_recomputation(void **state)
     fx_node(&c, "a", 16, 64, 8, "T4");
     fx_node(&c, "b", 16, 64, 4, "V100");
     struct fg__grad gr;
-    fg__grad_init(&gr, c.n_nodes, &mix);
+    fg__grad_init(&gr, &mix);
+    fg__grad_fit_slots(&gr, c.n_slots);
     for (int round = 0; round < 300; round++) {
         size_t i = fg_sched_rng_below(&rng, 2);
         struct fg_sched_node *n = &c.nodes[i];
@@ -96,7 +97,7 @@ static void gradient_matches_recomputation(void **state)
             for (int k = 0; k < n->n_gpus; k++)
                 n->gpus[k].free_milli = FG_SCHED_MILLI;
             n->free_cpu = n->cpu_milli;
-            n->version++;
+            n->version = ++c.version;  /* what every change of a node does (cluster.c) */
             continue;
         }
         struct fg__grad_change ch = { n->gpus[g].free_milli, n->gpus[g].free_milli - take };
@@ -145,7 +146,8 @@ static void candidates_in_one_pass_equal_the_definition_exactly(void **state)
     struct fg_sched_mix mix = { t, 7 };
     random_mix(&rng, t, mix.n);
     struct fg__grad gr;
-    fg__grad_init(&gr, c.n_nodes, &mix);
+    fg__grad_init(&gr, &mix);
+    fg__grad_fit_slots(&gr, c.n_slots);
     int nonzero = 0;
     for (int round = 0; round < 2000; round++) {
         if (round % 200 == 199) {  /* a new mix, larger or smaller */
@@ -158,7 +160,7 @@ static void candidates_in_one_pass_equal_the_definition_exactly(void **state)
         for (int g = 0; g < n->n_gpus; g++)
             n->gpus[g].free_milli = 10 * (int)fg_sched_rng_below(&rng, 101);
         n->free_cpu = (int64_t)fg_sched_rng_below(&rng, 33) * 1000;
-        n->version++;
+        n->version = ++c.version;
         int milli = 10 * (1 + (int)fg_sched_rng_below(&rng, 100)), free[FG_SCHED_MAX_GPUS], cand[FG_SCHED_MAX_GPUS];
         int n_cand = 0;
         for (int g = 0; g < n->n_gpus; g++) {

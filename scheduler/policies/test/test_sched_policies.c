@@ -15,14 +15,15 @@ static int64_t score_of(struct fg_sched_policy *pol, const struct fg_sched_clust
 {
     struct fg_sched_cycle cy = { c, p, fg_sched_pod_model_mask(c, p), NULL };
     *gpu = -1;
+    pol->ops->observe(pol, &cy);  /* as the framework does before scoring */
     return pol->ops->score(pol, &cy, &c->nodes[node], gpu);
 }
 
-static struct fg_sched_policy *make(const char *name, const struct fg_sched_cluster *c, const struct fg_sched_mix *mix)
+static struct fg_sched_policy *make(const char *name, const struct fg_sched_mix *mix)
 {
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
-    assert_int_equal(fg_sched_policy_new(name, c, mix, 7, &pol, errmsg), FG_OK);
+    assert_int_equal(fg_sched_policy_new(name, mix, 7, &pol, errmsg), FG_OK);
     return pol;
 }
 
@@ -33,7 +34,7 @@ static void dotprod_and_bestfit_values(void **state)
     fg_sched_cluster_init(&c);
     int n = fx_node(&c, "a", 64, 256, 2, "T4");
     struct fg_sched_pod p = fx_pod("p", 8, 1, 500);
-    struct fg_sched_policy *dp = make("dotprod", &c, NULL), *bf = make("bestfit", &c, NULL);
+    struct fg_sched_policy *dp = make("dotprod", NULL), *bf = make("bestfit", NULL);
     int gpu;
     /* 1 − ½[(64/128)(8/128) + (2000/8000)(500/8000)] = 0.9766 */
     assert_int_equal(score_of(dp, &c, &p, n, &gpu), 97);
@@ -63,7 +64,7 @@ static void packing_cases(void **state)
     struct fg_sched_pod filler = fx_pod("f", 0, 1, 400);
     int g0 = 0;
     fg_sched_reserve(&c, &filler, used, &g0, 1);  /* free 600, 1000 */
-    struct fg_sched_policy *pk = make("packing", &c, NULL);
+    struct fg_sched_policy *pk = make("packing", NULL);
     int gpu;
     struct fg_sched_pod share = fx_pod("s", 1, 1, 500), whole = fx_pod("w", 1, 1, 1000), cpu = fx_pod("c", 1, 0, 0);
     assert_int_equal(score_of(pk, &c, &share, eight, &gpu), 25);  /* max(33 − 8, 8) */
@@ -82,7 +83,7 @@ static void clustering_groups_pod_kinds(void **state)
     fg_sched_cluster_init(&c);
     fx_node(&c, "a", 64, 256, 8, "T4");
     fx_node(&c, "b", 64, 256, 8, "T4");
-    struct fg_sched_policy *cl = make("clustering", &c, NULL);
+    struct fg_sched_policy *cl = make("clustering", NULL);
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, &fg_sched_profile_default, cl);
     struct fg_sched_placement pl;
@@ -112,7 +113,7 @@ static void random_spreads_over_feasible_nodes_and_gpus(void **state)
     struct fg_sched_pod filler = fx_pod("f", 0, 1, 900);
     int g1 = 1;
     fg_sched_reserve(&c, &filler, 0, &g1, 1);
-    struct fg_sched_policy *rnd = make("random", &c, NULL);
+    struct fg_sched_policy *rnd = make("random", NULL);
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, &fg_sched_profile_default, rnd);
     int hits[4] = { 0 }, gpu_hits[4] = { 0 };
@@ -150,7 +151,7 @@ static void fgd_prefers_filling_unusable_space(void **state)
     fg_sched_reserve(&c, &half, a, &g1, 1);  /* a: free 0, 500; b: free 1000 */
     struct fg_sched_mix_type only = { 1000, 600, 1, FG_SCHED_MODELS_ANY, 1.0 };
     struct fg_sched_mix mix = { &only, 1 };
-    struct fg_sched_policy *fgd = make("fgd", &c, &mix);
+    struct fg_sched_policy *fgd = make("fgd", &mix);
     struct fg_sched_pod p = fx_pod("p", 1, 1, 500);
     int gpu;
     /* a: the 500 left is useless to the 600-milli type (F 500 → 0): Δ = +500 → int(100·σ(0.5)) = 62. */
@@ -179,7 +180,7 @@ static void fracgpu_keeps_scarce_models_for_restricted_pods(void **state)
     char errmsg[FG_ERRMSG_MAX];
     struct fg_sched_placement pl;
 
-    struct fg_sched_policy *pol = make("fracgpu", &c, NULL);
+    struct fg_sched_policy *pol = make("fracgpu", NULL);
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
     assert_int_equal(fg_sched_schedule(&fw, &c, &any, &pl, errmsg), FG_OK);
@@ -188,7 +189,7 @@ static void fracgpu_keeps_scarce_models_for_restricted_pods(void **state)
     fg_sched_framework_cleanup(&fw);
     fg_sched_policy_free(pol);
 
-    pol = make("fracgpu", &c, NULL);
+    pol = make("fracgpu", NULL);
     fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
     c.nodes[2].rank = 0;  /* the restricted pod takes t4b */
     c.nodes[t4].rank = 1;
@@ -217,7 +218,7 @@ static void fracgpu_scarcity_follows_unreserve(void **state)
     only_t4.n_models = 1;
     char errmsg[FG_ERRMSG_MAX];
     struct fg_sched_placement pl;
-    struct fg_sched_policy *pol = make("fracgpu", &c, NULL), *seen_only = make("fracgpu", &c, NULL);
+    struct fg_sched_policy *pol = make("fracgpu", NULL), *seen_only = make("fracgpu", NULL);
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
     for (int i = 0; i < 7; i++) {
@@ -251,7 +252,7 @@ static void equivalence_cache_is_exact(void **state)
     struct fg_sched_mix mix = { t, 2 };
     const char *names[] = { "fgd", "fracgpu-offline" };
     for (int k = 0; k < 2; k++) {
-        struct fg_sched_policy *cached = make(names[k], &c, &mix);
+        struct fg_sched_policy *cached = make(names[k], &mix);
         struct fg_sched_pod p = fx_pod("p", 2, 1, 300);
         struct fg_sched_cycle cy = { &c, &p, FG_SCHED_MODELS_ANY, NULL };
         int ga, gb, gf;
@@ -264,7 +265,7 @@ static void equivalence_cache_is_exact(void **state)
         fg_sched_reserve(&c, &p, a, &g, 1);  /* a changes: a new cycle must not reuse b's entry */
         cached->ops->observe(cached, &cy);
         sa = cached->ops->score(cached, &cy, &c.nodes[a], &ga);
-        struct fg_sched_policy *fresh = make(names[k], &c, &mix);
+        struct fg_sched_policy *fresh = make(names[k], &mix);
         fresh->ops->observe(fresh, &cy);
         assert_int_equal(sa, fresh->ops->score(fresh, &cy, &c.nodes[a], &gf));
         assert_int_equal(ga, gf);
