@@ -17,4 +17,8 @@ bool fx_fits(const struct fg_sched_cluster *c, const struct fg_sched_pod *pod, i
 enum fg_sched_code fx_filter(const struct fg_sched_filter_plugin *pl, const struct fg_sched_cluster *c,
                              const struct fg_sched_pod *pod, int i);
 
+/* Asserts that c's cluster-wide counts and every live node's GPU summary equal those recomputed
+ * from the live nodes as they stand. */
+void fx_check_counts(const struct fg_sched_cluster *c);
+
 #endif
