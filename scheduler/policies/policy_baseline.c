@@ -272,9 +272,9 @@ static void clustering_free(struct fg_sched_policy *pol)
     free(cp);
 }
 
-static const struct fg_sched_policy_ops clustering_ops = { "clustering",       clustering_score,     NULL,
-                                                           clustering_observe, clustering_reserve,
-                                                           clustering_unreserve, clustering_free };
+static const struct fg_sched_policy_ops clustering_ops = {
+    "clustering", clustering_score, NULL, clustering_observe, clustering_reserve, clustering_unreserve, clustering_free,
+};
 
 struct fg_sched_policy *fg__sched_clustering_new(void)
 {

@@ -137,8 +137,9 @@ static void fgd_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fgd_ops = { "fgd",       fgd_score, NULL, fgd_observe, fg_sched_policy_reserve_none,
-                                                    fg_sched_policy_reserve_none, fgd_free };
+static const struct fg_sched_policy_ops fgd_ops = {
+    "fgd", fgd_score, NULL, fgd_observe, fg_sched_policy_reserve_none, fg_sched_policy_reserve_none, fgd_free,
+};
 
 struct fg_sched_policy *fg__sched_fgd_new(const struct fg_sched_mix *mix)
 {

@@ -241,8 +241,9 @@ static void policy_free(struct fg_sched_policy *pol)
     free(fp);
 }
 
-static const struct fg_sched_policy_ops fracgpu_ops = { "fracgpu", score, NULL, observe, fg_sched_policy_reserve_none,
-                                                        fg_sched_policy_reserve_none, policy_free };
+static const struct fg_sched_policy_ops fracgpu_ops = {
+    "fracgpu", score, NULL, observe, fg_sched_policy_reserve_none, fg_sched_policy_reserve_none, policy_free,
+};
 
 struct fg_sched_policy *fg__sched_fracgpu_new(const struct fg_sched_mix *mix)
 {

@@ -80,7 +80,8 @@ void fg_sched_replay_mix(const struct fg_sched_trace *t, struct fg_sched_mix *mi
     free(order);
 }
 
-/* The submission list of one seed: indexes into t->pods (docs/benchmarks.md, "Placement quality": the submission order). */
+/* The submission list of one seed: indexes into t->pods (the submission order of docs/benchmarks.md,
+ * "Placement quality"). */
 static size_t *submission(const struct fg_sched_trace *t, struct fg_sched_rng *rng, int64_t capacity, double tune,
                           size_t *n_out)
 {

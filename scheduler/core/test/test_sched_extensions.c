@@ -52,9 +52,9 @@ static void counting_free(struct fg_sched_policy *pol)
     (void)pol;
 }
 
-static const struct fg_sched_policy_ops counting_ops = { "counting",       counting_score,     NULL,
-                                                         counting_observe, counting_reserve,   counting_unreserve,
-                                                         counting_free };
+static const struct fg_sched_policy_ops counting_ops = {
+    "counting", counting_score, NULL, counting_observe, counting_reserve, counting_unreserve, counting_free,
+};
 
 /* What the recording plugins saw and what they answer. */
 struct log {
