@@ -111,7 +111,7 @@ static bool better(const struct fg_sched_node *nodes, const struct fg_sched_fram
            (fw->scores[i] == fw->scores[best] && nodes[fw->feasible[i]].rank < nodes[fw->feasible[best]].rank);
 }
 
-/* Scores every feasible node and returns the winner's index into fw->feasible; *gpu is the policy's
+/* Scores every feasible node and returns the winner's index into fw->feasible; *gpu is the placement policy's
  * GPU choice on the winner (-1 = default). */
 static size_t score_all(struct fg_sched_framework *fw, const struct fg_sched_cycle *cy, size_t n_feasible,
                         int *gpu)

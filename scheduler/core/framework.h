@@ -158,7 +158,7 @@ struct fg_sched_framework {
     size_t n_groups;
 };
 
-/* A framework running profile's plugins, then `policy` (both borrowed). */
+/* A framework running profile's plugins and the placement policy `policy` (both borrowed). */
 void fg_sched_framework_init(struct fg_sched_framework *fw, const struct fg_sched_profile *profile,
                              struct fg_sched_policy *policy);
 void fg_sched_framework_cleanup(struct fg_sched_framework *fw);

@@ -1,8 +1,8 @@
 /*
  * states — interned node states: nodes in identical states share one small integer id.
  *
- * A node's score under the FGD-family policies depends only on its model, free CPU and each GPU's
- * free compute, free memory and tenants' mode (dedicated owners aside, which those policies never
+ * A node's score under the FGD-family placement policies depends only on its model, free CPU and
+ * each GPU's free compute, free memory and tenants' mode (dedicated owners aside, which they never
  * cache). The cluster keeps one record per distinct such state and gives every node the id of its
  * record, re-interned on every change of the node (cluster.c), so a placement policy's
  * node-equivalence cache (policies/equiv.c) is one array index per node instead of a hash and a

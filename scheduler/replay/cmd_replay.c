@@ -32,7 +32,7 @@ struct replay_args {
 static int usage(void)
 {
     fprintf(stderr, "usage: fracgpu replay --nodes NODES.csv --pods PODS.csv --policy NAME "
-                    "(--seed S | --seeds A-B) [--tune 1.3] [--json]\npolicies:");
+                    "(--seed S | --seeds A-B) [--tune 1.3] [--json]\nplacement policies:");
     for (size_t i = 0; fg_sched_policy_names[i]; i++)
         fprintf(stderr, " %s", fg_sched_policy_names[i]);
     fprintf(stderr, "\n");

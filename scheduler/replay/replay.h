@@ -30,8 +30,8 @@ struct fg_sched_replay_result {
 /* Whole-trace reference mix of t's pods against the models of t's node list (before inflation). */
 void fg_sched_replay_mix(const struct fg_sched_trace *t, struct fg_sched_mix *mix);
 
-/* Runs one seed of policy `policy` on t (nodes and pods both loaded). FG_E_INVAL (errmsg) for an
- * unknown policy or an invalid trace row. */
+/* Runs one seed of placement policy `policy` on t (nodes and pods both loaded). FG_E_INVAL (errmsg)
+ * for an unknown placement policy or an invalid trace row. */
 enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *policy, uint64_t seed, double tune,
                                 struct fg_sched_replay_result *out, char *errmsg) FG_MUST_USE;
 

@@ -240,7 +240,7 @@ static void failed_bind_unreserves(void **state)
         w[i] = schedule(&e, &m);
         assert_int_equal(w[i].code, FG_SCHED_WAIT);
     }
-    assert_int_equal(w[0].node, 0);  /* the counting policy prefers node 0 */
+    assert_int_equal(w[0].node, 0);  /* the counting placement policy prefers node 0 */
     e.log.bind_answer = FG_SCHED_SUCCESS;
     char errmsg[FG_ERRMSG_MAX];
     struct fg_sched_node_spec moved = { .name = "a2", .cpu_milli = 8000, .mem_mib = 32768, .max_pods = 110,
