@@ -83,7 +83,7 @@ for t in $traces; do
     elif ! cmp -s "$a.err" "$b.err"; then
       why="stderr differs"
     elif ! cmp -s <(strip "$a.json") <(strip "$b.json"); then
-      why="$(diff <(strip "$a.json") <(strip "$b.json") | grep -c '^[<>]') lines differ"
+      why="$(diff <(strip "$a.json") <(strip "$b.json") | grep -c '^>' || true) of $(wc -l <"$a.json") lines differ"
     elif [ ! -s "$a.json" ]; then
       why="no output"
     fi
