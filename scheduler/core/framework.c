@@ -111,8 +111,8 @@ static bool better(const struct fg_sched_node *nodes, const struct fg_sched_fram
            (fw->scores[i] == fw->scores[best] && nodes[fw->feasible[i]].rank < nodes[fw->feasible[best]].rank);
 }
 
-/* Scores every feasible node and returns the winner's index into fw->feasible; *gpu is the placement policy's
- * GPU choice on the winner (-1 = default). */
+/* Scores every feasible node and returns the winner's index into fw->feasible; *gpu is the placement
+ * policy's GPU choice on the winner (-1 = default). */
 static size_t score_all(struct fg_sched_framework *fw, const struct fg_sched_cycle *cy, size_t n_feasible,
                         int *gpu)
 {
@@ -160,11 +160,11 @@ static void follow_slots(struct fg_sched_framework *fw, const struct fg_sched_cl
     }
 }
 
-/* PostFilter, then the pod's outcome. */
+/* PostFilter, then the pod's outcome: UNRESOLVABLE when the plugin says so, else UNSCHEDULABLE. */
 static void unschedulable(struct fg_sched_framework *fw, struct fg_sched_cycle *cy, struct fg_sched_placement *out)
 {
     enum fg_sched_code code = fw->post_filter->post_filter(fw->post_filter, cy);
-    fail(out, code, cy->reason);
+    fail(out, code == FG_SCHED_UNRESOLVABLE ? code : FG_SCHED_UNSCHEDULABLE, cy->reason);
 }
 
 /* Reserve: charges the placement out (node and GPUs set) and tells the placement policy. */
