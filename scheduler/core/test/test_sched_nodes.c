@@ -244,6 +244,10 @@ static void bad_updates_change_nothing(void **state)
     s.n_labels = 1;
     refused(&c, a, &s, "label");
     s = sa;
+    s.labels = &bad_label;  /* never read: the count is refused first */
+    s.n_labels = (size_t)UINT32_MAX + 1;
+    refused(&c, a, &s, "labels or taints");
+    s = sa;
     struct fg_sched_taint bad_taint = { NULL, "x", FG_SCHED_NO_SCHEDULE };
     s.taints = &bad_taint;
     s.n_taints = 1;
