@@ -124,7 +124,6 @@ static void touch(struct fg_sched_cluster *c, struct fg_sched_node *n)
 {
     n->tenant_modes = 0;
     n->owned_gpus = n->idle_gpus = n->max_free_milli = 0;
-    n->gpu_mem_short = false;
     for (int g = 0; g < n->n_gpus; g++) {
         const struct fg_sched_gpu *u = &n->gpus[g];
         if (u->tenants)
@@ -133,7 +132,8 @@ static void touch(struct fg_sched_cluster *c, struct fg_sched_node *n)
         n->idle_gpus += u->free_milli == FG_SCHED_MILLI;
         if (u->free_milli > n->max_free_milli)
             n->max_free_milli = u->free_milli;
-        n->gpu_mem_short |= u->free_mem_mib < 0;
+        if (u->free_mem_mib < 0)  /* it admits no pod (sched.h): in the field filters read anyway */
+            n->tenant_modes |= FG_SCHED_MEM_SHORT;
     }
     n->version = ++c->version;
     fg__sched_states_update(c, n);

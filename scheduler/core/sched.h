@@ -54,6 +54,7 @@
 #define FG_SCHED_MAX_MODELS 32
 #define FG_SCHED_MILLI 1000
 #define FG_SCHED_MODELS_ANY UINT32_MAX
+#define FG_SCHED_MEM_SHORT (1u << 31)  /* in fg_sched_node.tenant_modes: a GPU's free memory is negative */
 
 /* Status of one extension point or of a whole cycle (kube-scheduler's codes). */
 enum fg_sched_code {
@@ -118,7 +119,8 @@ struct fg_sched_node {
     int max_pods, pods;
     int model;                      /* index into the cluster's model table, -1 without GPUs */
     int n_gpus;
-    uint32_t tenant_modes;          /* bit (1 << sharing) for each mode among GPUs with tenants */
+    uint32_t tenant_modes;          /* bit (1 << sharing) for each mode among GPUs with tenants, and
+                                       FG_SCHED_MEM_SHORT: both mean some GPU refuses some pods */
     int owned_gpus;                 /* GPUs held by a dedicated owner */
     int idle_gpus;                  /* GPUs with all their compute free */
     int max_free_milli;             /* the largest free compute of one GPU */
@@ -126,7 +128,6 @@ struct fg_sched_node {
     uint32_t rank;                  /* tie-break: among equal scores the lowest rank wins */
     bool unschedulable;             /* cordoned (or a free slot) */
     bool removed;                   /* a free slot: no node, never in a cycle */
-    bool gpu_mem_short;             /* some GPU's free memory is negative: it admits no pod */
     uint64_t version;               /* the cluster's version at the node's last change (see above) */
     uint64_t uid;                   /* the cluster's version when the node was added */
     int64_t cpu_milli, mem_mib;     /* capacity */

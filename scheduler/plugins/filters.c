@@ -154,7 +154,7 @@ const struct fg_sched_filter_plugin fg_sched_plugin_gpu_model = { "GPUModel", gp
 static inline bool admits_all(const struct fg_sched_node *n, const struct fg_sched_pod *p)
 {
     return p->isolation != FG_SCHED_ISO_DEDICATED && n->owned_gpus == 0 && p->gpu_mem_mib == 0 &&
-           !n->gpu_mem_short && !(n->tenant_modes & ~(1u << p->sharing));
+           !(n->tenant_modes & ~(1u << p->sharing));  /* FG_SCHED_MEM_SHORT included */
 }
 
 static inline bool sharing_admits(const struct fg_sched_cycle *cy, const struct fg_sched_node *n)

@@ -55,20 +55,18 @@ static void check_summary(const struct fg_sched_node *n)
 {
     uint32_t modes = 0;
     int owned = 0, idle = 0, max_free = 0;
-    bool mem_short = false;
     for (int g = 0; g < n->n_gpus; g++) {
         const struct fg_sched_gpu *u = &n->gpus[g];
         modes |= u->tenants ? 1u << u->sharing : 0;
+        modes |= u->free_mem_mib < 0 ? FG_SCHED_MEM_SHORT : 0;
         owned += u->owner != NULL;
         idle += u->free_milli == FG_SCHED_MILLI;
         max_free = u->free_milli > max_free ? u->free_milli : max_free;
-        mem_short |= u->free_mem_mib < 0;
     }
     assert_int_equal(n->tenant_modes, modes);
     assert_int_equal(n->owned_gpus, owned);
     assert_int_equal(n->idle_gpus, idle);
     assert_int_equal(n->max_free_milli, max_free);
-    assert_int_equal(n->gpu_mem_short, mem_short);
 }
 
 void fx_check_counts(const struct fg_sched_cluster *c)

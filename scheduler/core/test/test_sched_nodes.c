@@ -143,13 +143,13 @@ static void updates_keep_charges(void **state)
     assert_int_equal(fx_filter(&fg_sched_plugin_gpu_fit, &c, &share, a), FG_SCHED_SUCCESS);
     s.gpu_mem_mib = 2048;
     update(&c, a, &s);
-    assert_true(c.nodes[a].gpu_mem_short);
+    assert_true(c.nodes[a].tenant_modes & FG_SCHED_MEM_SHORT);
     assert_int_equal(c.nodes[a].gpus[3].free_mem_mib, 2048 - 4096);
     assert_int_equal(fx_filter(&fg_sched_plugin_gpu_fit, &c, &share, a), FG_SCHED_UNSCHEDULABLE);
     assert_int_equal(fg_sched_pick_gpus(&c.nodes[a], &share, gpus), 0);
     fg_sched_unreserve(&c, &p, a, &g3, 1);
     fx_check_counts(&c);
-    assert_false(c.nodes[a].gpu_mem_short);
+    assert_false(c.nodes[a].tenant_modes & FG_SCHED_MEM_SHORT);
     assert_int_equal(fx_filter(&fg_sched_plugin_gpu_fit, &c, &share, a), FG_SCHED_SUCCESS);
     assert_int_equal(fg_sched_pick_gpus(&c.nodes[a], &share, gpus), 1);
     assert_int_equal(gpus[0], 3);
