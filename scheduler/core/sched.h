@@ -26,19 +26,21 @@
  * update shrinks capacity below what is charged — the node then fits nothing that asks for that
  * resource, until the charges are released or the capacity comes back. A GPU beyond a reduced GPU
  * count keeps its charges out of sight (not counted, not schedulable) and shows them again if the
- * count grows back; unreserving a pod on it releases them. The live adapter therefore rebuilds a
- * node's charges from its bound pods without caring about the order of node and pod events.
+ * count grows back; unreserving a pod on it releases them. The live adapter can therefore rebuild a
+ * node's charges from its bound pods (fg_sched_framework_add_bound) in whatever order node and pod
+ * events come.
  * Removing a node drops it with its charges: undoing a placement on a removed node
  * (fg_sched_framework_unreserve) changes nothing in the cluster.
  *
  * Pods are views: `struct fg_sched_pod` is filled by the caller and borrowed for the duration of a
  * call; the core copies what it keeps (a dedicated owner's name).
  *
- * Cycle (kube-scheduler framework): PreFilter (pod-level checks, model resolution) → Filter (every
- * node, plugin by plugin) → Score (one placement policy, see framework.h) → NormalizeScore → Reserve (the
- * snapshot is charged) → Permit (pod groups wait until enough members are reserved). A placement
- * outcome — unschedulable, waiting — is a status in the result, never an error; enum fg_err is for
- * bad input (negative or over-1000 milli, more GPUs than any node can have, …).
+ * Cycle (kube-scheduler framework, see framework.h): PreFilter (pod-level checks, model
+ * resolution) → Filter (every live node, plugin by plugin) → PostFilter (when none passed) → Score
+ * (one placement policy) → NormalizeScore → Reserve (the snapshot is charged) → Permit (pod groups
+ * wait until enough members are reserved) → Bind. A placement outcome — unschedulable, waiting — is
+ * a status in the result, never an error; enum fg_err is for bad input (negative or over-1000
+ * milli, more GPUs than any node can have, …).
  */
 #ifndef FG_SCHEDULER_CORE_SCHED_H
 #define FG_SCHEDULER_CORE_SCHED_H
