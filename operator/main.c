@@ -17,7 +17,7 @@
 
 #include "nodeagent/cmd_node_agent.h"
 #include "operator/cmd_operator.h"
-#include "scheduler/cmd_replay.h"
+#include "scheduler/replay/cmd_replay.h"
 
 static int cmd_version(int argc, char **argv)
 {

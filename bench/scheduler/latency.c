@@ -5,21 +5,21 @@
  *
  * Each cluster has 8-GPU nodes (96 cores, 768 GiB; models 70% G2, 20% T4, 10% V100M32). It is first
  * filled to about 60% of its GPU compute with pods drawn from the trace (default: the Alibaba
- * `default` pod list under FG_SHARED_DIR or ../shared), which leaves a realistic mix of idle,
- * partly used and full GPUs. Then `decisions` further pods drawn from the trace are each scheduled
+ * `default` pod list in build/data/alibaba-gpu-v2023, run from the repository's root), which
+ * leaves a realistic mix of idle, partly used and full GPUs. Then `decisions` further pods drawn from the trace are each scheduled
  * (one full cycle: filters on every node, scoring, reserve) and unreserved again, so every decision
  * sees the same cluster; each is timed with the monotonic clock. Prints p50/p99/max per size and
- * policy (a policy or GPU count given runs only that one). Not a pass/fail test.
+ * placement policy (a placement policy or GPU count given runs only that one). Not a pass/fail test.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
-#include "scheduler/framework.h"
-#include "scheduler/policy.h"
-#include "scheduler/replay.h"
-#include "scheduler/rng.h"
+#include "scheduler/core/rng.h"
+#include "scheduler/plugins/plugins.h"
+#include "scheduler/policies/policy.h"
+#include "scheduler/replay/replay.h"
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -53,12 +53,12 @@ static int run(const struct fg_sched_trace *t, const char *policy, int n_gpus, i
     fg_sched_replay_mix(t, &mix);
     struct fg_sched_policy *pol;
     char errmsg[FG_ERRMSG_MAX];
-    if (fg_sched_policy_new(policy, &c, &mix, 1, &pol, errmsg)) {
+    if (fg_sched_policy_new(policy, &mix, 1, &pol, errmsg)) {
         fprintf(stderr, "%s\n", errmsg);
         return -1;
     }
     struct fg_sched_framework fw;
-    fg_sched_framework_init(&fw, pol);
+    fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
     struct fg_sched_rng rng;
     fg_sched_rng_seed(&rng, 42);
     int rc = -1;
@@ -98,10 +98,7 @@ out:
 
 int main(int argc, char **argv)
 {
-    char path[1024];
-    const char *shared = getenv("FG_SHARED_DIR");
-    snprintf(path, sizeof path, "%s/data/alibaba-gpu-v2023/openb_pod_list_default.csv", shared ? shared : "../shared");
-    const char *pods = argc > 1 ? argv[1] : path;
+    const char *pods = argc > 1 ? argv[1] : "build/data/alibaba-gpu-v2023/openb_pod_list_default.csv";
     int decisions = argc > 2 ? atoi(argv[2]) : 2000;
     if (decisions < 100) {
         fprintf(stderr, "usage: %s [PODS.csv] [decisions >= 100] [policy] [GPUs]\n", argv[0]);

@@ -50,3 +50,57 @@ bool fx_fits(const struct fg_sched_cluster *c, const struct fg_sched_pod *pod, i
             return false;
     return true;
 }
+
+static void check_summary(const struct fg_sched_node *n)
+{
+    uint32_t modes = 0;
+    int owned = 0, idle = 0, max_free = 0;
+    for (int g = 0; g < n->n_gpus; g++) {
+        const struct fg_sched_gpu *u = &n->gpus[g];
+        modes |= u->tenants ? 1u << u->sharing : 0;
+        modes |= u->free_mem_mib < 0 ? FG_SCHED_MEM_SHORT : 0;
+        owned += u->owner != NULL;
+        idle += u->free_milli == FG_SCHED_MILLI;
+        max_free = u->free_milli > max_free ? u->free_milli : max_free;
+    }
+    assert_int_equal(n->tenant_modes, modes);
+    assert_int_equal(n->owned_gpus, owned);
+    assert_int_equal(n->idle_gpus, idle);
+    assert_int_equal(n->max_free_milli, max_free);
+}
+
+void fx_check_counts(const struct fg_sched_cluster *c)
+{
+    int64_t total = 0, used = 0, model_free[FG_SCHED_MAX_MODELS] = { 0 };
+    size_t by_gpus[FG_SCHED_MAX_GPUS + 1] = { 0 }, hard = 0, live = 0;
+    for (size_t i = 0; i < c->n_slots; i++) {
+        const struct fg_sched_node *n = &c->nodes[i];
+        if (n->removed)
+            continue;
+        live++;
+        by_gpus[n->n_gpus]++;
+        bool tainted = false;
+        for (size_t t = 0; t < n->n_taints; t++)
+            tainted |= n->taints[t].effect != FG_SCHED_PREFER_NO_SCHEDULE;
+        hard += tainted;
+        total += (int64_t)n->n_gpus * FG_SCHED_MILLI;
+        for (int g = 0; g < n->n_gpus; g++) {
+            used += FG_SCHED_MILLI - n->gpus[g].free_milli;
+            model_free[n->model] += n->gpus[g].free_milli;
+        }
+        assert_int_equal(n->model < 0, n->n_gpus == 0);
+        check_summary(n);
+    }
+    assert_int_equal(c->n_nodes, live);
+    assert_int_equal(c->gpu_milli_total, total);
+    assert_int_equal(c->gpu_milli_used, used);
+    for (int m = 0; m < FG_SCHED_MAX_MODELS; m++)
+        assert_int_equal(c->model_free_milli[m], model_free[m]);
+    int most = 0;
+    for (int k = 0; k <= FG_SCHED_MAX_GPUS; k++) {
+        assert_int_equal(c->nodes_by_gpus[k], by_gpus[k]);
+        most = by_gpus[k] ? k : most;
+    }
+    assert_int_equal(c->max_node_gpus, most);
+    assert_int_equal(c->hard_tainted_nodes, hard);
+}

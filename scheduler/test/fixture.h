@@ -2,7 +2,7 @@
 #ifndef FG_SCHEDULER_TEST_FIXTURE_H
 #define FG_SCHEDULER_TEST_FIXTURE_H
 
-#include "scheduler/framework.h"
+#include "scheduler/plugins/plugins.h"
 
 /* Adds a node (asserting success) with cpu cores, mem GiB, n GPUs of model; returns its index. */
 int fx_node(struct fg_sched_cluster *c, const char *name, int cores, int mem_gib, int n_gpus, const char *model);
@@ -16,5 +16,9 @@ bool fx_fits(const struct fg_sched_cluster *c, const struct fg_sched_pod *pod, i
 /* Runs one filter plugin's filter on node i. */
 enum fg_sched_code fx_filter(const struct fg_sched_filter_plugin *pl, const struct fg_sched_cluster *c,
                              const struct fg_sched_pod *pod, int i);
+
+/* Asserts that c's cluster-wide counts and every live node's GPU summary equal those recomputed
+ * from the live nodes as they stand. */
+void fx_check_counts(const struct fg_sched_cluster *c);
 
 #endif

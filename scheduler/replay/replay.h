@@ -1,0 +1,38 @@
+/*
+ * replay — the FGD paper's experiment on a trace, for any placement policy (docs/benchmarks.md,
+ * "Placement quality").
+ *
+ * One run: nodes sorted by name get a seeded random rank (the tie-break); pods sorted by name are
+ * shuffled, then inflated with random copies (or thinned) to `tune` × the cluster's GPU capacity;
+ * each pod is submitted once, counts as arrived whether it fits or not, and a pod that fits nowhere
+ * is dropped for good. After every pod the allocation and fragmentation are sampled against the
+ * arrived percentage; the curve and the headline figures are computed as the paper does.
+ *
+ * Pure apart from the monotonic clock read for elapsed_ms; the trace is borrowed.
+ */
+#ifndef FG_SCHEDULER_REPLAY_REPLAY_H
+#define FG_SCHEDULER_REPLAY_REPLAY_H
+
+#include "scheduler/policies/mix.h"
+#include "scheduler/replay/trace.h"
+
+#define FG_SCHED_CURVE_MAX 200
+
+struct fg_sched_replay_result {
+    double unallocated_pct_at_100;  /* 100 − allocation curve at 100% arrived */
+    double alloc_pct_at_130;
+    double frag_pct_at_80;          /* cluster fragmentation / capacity, curve at 80% arrived */
+    int pods_submitted, pods_failed;
+    double elapsed_ms;              /* the placement loop only */
+    double alloc_curve[FG_SCHED_CURVE_MAX + 1];  /* by arrived %, NAN where no event is near */
+};
+
+/* Whole-trace reference mix of t's pods against the models of t's node list (before inflation). */
+void fg_sched_replay_mix(const struct fg_sched_trace *t, struct fg_sched_mix *mix);
+
+/* Runs one seed of placement policy `policy` on t (nodes and pods both loaded). FG_E_INVAL (errmsg)
+ * for an unknown placement policy or an invalid trace row. */
+enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *policy, uint64_t seed, double tune,
+                                struct fg_sched_replay_result *out, char *errmsg) FG_MUST_USE;
+
+#endif
