@@ -118,16 +118,25 @@ static void prune(const struct prune_node *n, json_object *obj)
     const char *stack[32], **doomed = stack;   /* keys stay valid until their member is deleted */
     size_t ndoomed = 0, cap = sizeof stack / sizeof stack[0];
     json_object_object_foreach(obj, key, val) {
-        const struct prune_node *c = NULL;
-        for (size_t i = 0; i < n->nkids && !c; i++)
-            if (!strcmp(n->kids[i].key, key))
-                c = &n->kids[i];
-        bool keep = c && (c->each ? json_object_is_type(val, json_type_array)
-                                  : c->whole || json_object_is_type(val, json_type_object));
-        if (keep && c->each)
-            prune_each(c, val);
-        else if (keep && !c->whole)
-            prune(c, val);
+        /* A key may have two nodes, "key" and "key[]" (from different paths): a path that keeps the
+         * whole value wins, else the one that fits the value's type. */
+        const struct prune_node *plain = NULL, *each = NULL;
+        for (size_t i = 0; i < n->nkids; i++)
+            if (!strcmp(n->kids[i].key, key)) {
+                if (n->kids[i].each)
+                    each = &n->kids[i];
+                else
+                    plain = &n->kids[i];
+            }
+        bool keep = true;
+        if (plain && plain->whole)
+            ;   /* kept whole */
+        else if (each && json_object_is_type(val, json_type_array))
+            prune_each(each, val);
+        else if (plain && json_object_is_type(val, json_type_object))
+            prune(plain, val);
+        else
+            keep = false;
         if (!keep) {
             if (ndoomed == cap) {
                 cap *= 2;

@@ -187,6 +187,21 @@ static void test_keep_paths(void **state)
     json_object_put(k);
     json_object_put(copy);
 
+    /* "x[].y" and "x" from two consumers keep the whole of x, in either order, as the reference does. */
+    static const char *const both[2][3] = { { "list[].n", "list", NULL }, { "list", "list[].n", NULL } };
+    for (int i = 0; i < 2; i++) {
+        struct fg_fieldset *u = fg_fieldset_new(both[i]);
+        copy = json_tokener_parse(fg_json_text(o, NULL));
+        k = fg_transform_keep(u, copy);
+        json_object *ref = oracle_keep(o, both[i]);
+        assert_true(json_object_equal(ref, k));
+        assert_non_null(fg_json_get(json_object_array_get_idx(fg_json_get(k, "list", NULL), 0), "junk", NULL));
+        json_object_put(ref);
+        json_object_put(k);
+        json_object_put(copy);
+        fg_fieldset_free(u);
+    }
+
     json_object *s = json_object_new_string("x");
     assert_null(fg_transform_keep(fs, s));
     json_object_put(s);
