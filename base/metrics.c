@@ -114,7 +114,9 @@ static char *pairs_key(const char *const *labels)
 {
     struct fg_buf b = FG_BUF_INIT;
     for (size_t i = 0; labels && labels[i]; i += 2) {
-        fg_assert(fg_prom_label_name_valid(labels[i]) && labels[i + 1]);
+        fg_assert(fg_prom_label_name_valid(labels[i]));
+        if (!labels[i + 1])
+            continue;   /* left out, as base/prom.h leaves it out */
         enum fg_err err = fg_buf_printf(&b, "%s\x1f%s\x1f", labels[i], labels[i + 1]);
         (void)err;
     }
@@ -226,7 +228,7 @@ void fg_histogram_observe(struct fg_histogram *h, double v)
     struct series *s = (struct series *)h;
     const struct family *f = s->family;
     size_t b = 0;
-    while (b < f->n_bounds && v > f->bounds[b])
+    while (b < f->n_bounds && !(v <= f->bounds[b]))   /* NaN falls through to +Inf, as in client_golang */
         b++;
     if (b < f->n_bounds)
         atomic_fetch_add_explicit(&s->buckets[b], 1, memory_order_relaxed);
@@ -272,7 +274,9 @@ static void write_histogram(struct fg_buf *out, const struct family *f, const st
         fg_buf_cleanup(&le);
     }
     uint64_t count = atomic_load(&s->value);
-    bucket_line(out, f, s, "+Inf", count > cumulative ? count : cumulative);
+    if (count < cumulative)
+        count = cumulative;   /* an observation under way: its bucket came in before its count */
+    bucket_line(out, f, s, "+Inf", count);
     enum fg_err err = fg_buf_printf(out, "%s_sum%s ", f->name, s->labels);
     (void)err;
     fg_prom_value(out, double_of(atomic_load(&s->sum)));

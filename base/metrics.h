@@ -37,7 +37,7 @@ struct fg_metrics *fg_metrics_new(void);
 /* NULL is ignored. */
 void fg_metrics_free(struct fg_metrics *r);
 
-/* labels: NULL or NULL-terminated key, value pairs (copied). */
+/* labels: NULL or NULL-terminated key, value pairs (copied); a pair whose value is NULL is left out. */
 struct fg_counter *fg_metrics_counter(struct fg_metrics *r, const char *name, const char *help,
                                       const char *const *labels);
 struct fg_gauge *fg_metrics_gauge(struct fg_metrics *r, const char *name, const char *help,

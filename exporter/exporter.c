@@ -139,7 +139,10 @@ static void *sampler_main(void *ud)
     struct fg_exporter *e = ud;
     uint64_t next = fg_clock_real_ns();
     for (;;) {
-        next += e->opts.interval_ns;   /* a fixed period: a slow sample does not shift the next ones */
+        next += e->opts.interval_ns;   /* a fixed period: a slow sample does not shift the next ones, */
+        uint64_t late = fg_clock_real_ns();
+        if (late > next)
+            next = late;                /* and one that took several periods is not followed by a burst */
         pthread_mutex_lock(&e->mu);
         for (uint64_t now; !e->stopping && (now = fg_clock_real_ns()) < next;)
             fg_cond_wait_ns(&e->cv, &e->mu, next - now);

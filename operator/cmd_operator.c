@@ -37,10 +37,12 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
 {
     struct args *a = ud;
     char *end = NULL;
+    unsigned long long n;
     switch (c) {
     case OPT_WORKERS:
-        a->workers = (unsigned)strtoul(arg, &end, 10);
-        if (!*arg || *end || *arg == '-' || a->workers < 1 || a->workers > 64)
+        n = strtoull(arg, &end, 10);
+        a->workers = n <= 64 ? (unsigned)n : 0;
+        if (!*arg || *end || *arg == '-' || a->workers < 1)
             return fg_errmsg(errmsg, FG_E_INVAL, "--workers wants 1 to 64, got \"%s\"", arg);
         return FG_OK;
     case OPT_PROBE:

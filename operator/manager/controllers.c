@@ -90,8 +90,10 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
     struct fg_manager_controller *c = ud;
     if (!fg_manager_is_leader(c->m)) {
-        fg_counter_add(c->skipped, 1);   /* the term ended: the next leader reconciles it */
-        return fg_reconcile_ok();
+        /* Leadership is not certain now: if the term ended, cancel drops the key and the next leader
+         * reconciles it; if the gap was shorter than the supervisor's tick, it is looked at again. */
+        fg_counter_add(c->skipped, 1);
+        return fg_reconcile_requeue_after(FG_NS_PER_S);
     }
     uint64_t t0 = fg_clock_mono_ns();
     struct fg_reconcile_result res = c->spec.reconcile(c->spec.ud, key);
@@ -143,21 +145,32 @@ static void term_stop(void *ud)
 
 /* ---- metrics read at scrape time ---- */
 
-static void collect(void *ud, struct fg_buf *out)
+enum queue_stat { QS_DEPTH, QS_WAITING, QS_BUSY, QS__COUNT };
+
+void fg__controllers_collect(void *ud, struct fg_buf *out)
 {
-    struct fg_manager_controller *c = ud;
-    struct fg_controller_metrics cm = { 0 };
-    pthread_mutex_lock(&c->mu);
-    if (c->running)
-        fg_controller_metrics_get(c->running, &cm);
-    pthread_mutex_unlock(&c->mu);
-    const char *labels[] = { "controller", c->spec.name, NULL };
-    fg_prom_family(out, "fracgpu_workqueue_depth", FG_PROM_GAUGE, "Keys waiting for a worker.");
-    fg_prom_sample_u64(out, "fracgpu_workqueue_depth", labels, cm.queue_depth);
-    fg_prom_family(out, "fracgpu_workqueue_waiting", FG_PROM_GAUGE, "Keys parked for a retry or a later look.");
-    fg_prom_sample_u64(out, "fracgpu_workqueue_waiting", labels, cm.waiting);
-    fg_prom_family(out, "fracgpu_controller_busy_workers", FG_PROM_GAUGE, "Reconciles running now.");
-    fg_prom_sample_u64(out, "fracgpu_controller_busy_workers", labels, cm.busy_workers);
+    static const struct {
+        const char *name, *help;
+    } families[QS__COUNT] = {
+        { "fracgpu_workqueue_depth", "Keys waiting for a worker." },
+        { "fracgpu_workqueue_waiting", "Keys parked for a retry or a later look." },
+        { "fracgpu_controller_busy_workers", "Reconciles running now." },
+    };
+    struct fg_manager *m = ud;
+    for (int f = 0; f < QS__COUNT && m->n_controllers; f++) {
+        fg_prom_family(out, families[f].name, FG_PROM_GAUGE, families[f].help);
+        for (size_t i = 0; i < m->n_controllers; i++) {
+            struct fg_manager_controller *c = m->controllers[i];
+            struct fg_controller_metrics cm = { 0 };
+            pthread_mutex_lock(&c->mu);
+            if (c->running)
+                fg_controller_metrics_get(c->running, &cm);
+            pthread_mutex_unlock(&c->mu);
+            const char *labels[] = { "controller", c->spec.name, NULL };
+            uint64_t v = f == QS_DEPTH ? cm.queue_depth : f == QS_WAITING ? cm.waiting : cm.busy_workers;
+            fg_prom_sample_u64(out, families[f].name, labels, v);
+        }
+    }
 }
 
 /* ---- registration ---- */
@@ -192,7 +205,7 @@ enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controll
     if (spec->workers == 0 || spec->workers > FG_CONTROLLER_MAX_WORKERS)
         return fg_errmsg(errmsg, FG_E_INVAL, "controller %s: workers must be 1..%d, not %u", spec->name,
                          FG_CONTROLLER_MAX_WORKERS, spec->workers);
-    if (m->started)
+    if (m->spent)
         return fg_errmsg(errmsg, FG_E_BUSY, "controller %s registered after the manager started", spec->name);
     struct fg_manager_controller *c = fg_calloc(1, sizeof *c);
     c->m = m;
@@ -210,7 +223,8 @@ enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controll
     c->duration = fg_metrics_histogram(fg_manager_metrics(m), "fracgpu_reconcile_duration_seconds",
                                        "How long reconciles took.", labels, fg_metrics_latency_bounds,
                                        fg_metrics_latency_bounds_n);
-    fg_metrics_add_collector(fg_manager_metrics(m), collect, c);
+    m->controllers = fg_realloc(m->controllers, (m->n_controllers + 1) * sizeof *m->controllers);
+    m->controllers[m->n_controllers++] = c;
     enum fg_err err = fg_informer_add_handler(spec->primary, &primary_handler, c);
     if (!err)
         err = fg_manager_add_runnable(m, &(struct fg_runnable){ .name = c->component, .leader_only = true,
@@ -227,7 +241,7 @@ enum fg_err fg_manager_watches(struct fg_manager_controller *c, struct fg_inform
     if (!secondary || !map)
         return fg_errmsg(errmsg, FG_E_INVAL, "controller %s: a watch needs an informer and a map function",
                          c->spec.name);
-    if (c->m->started)
+    if (c->m->spent)
         return fg_errmsg(errmsg, FG_E_BUSY, "controller %s: watch added after the manager started", c->spec.name);
     struct watch *w = fg_calloc(1, sizeof *w);
     *w = (struct watch){ c, map, ud };

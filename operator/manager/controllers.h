@@ -15,7 +15,9 @@
  * events are enqueued from then on; on loss of leadership the controller is cancelled (queued keys
  * dropped, running reconciles finished) and events are dropped until the next term. Before each
  * reconcile the wrapper checks that this replica still leads, so work queued in the last moments
- * of a term is not done by a former leader.
+ * of a term is not done by a former leader (it is requeued, not forgotten, in case leadership was
+ * only uncertain for a moment). A reconcile that started while leading finishes its writes; keep
+ * the client's request timeout well under lease duration − renew deadline where that matters.
  *
  * Metrics (base/metrics.h, label controller=<name>): fracgpu_reconcile_total{result=success|error|
  * requeue}, fracgpu_reconcile_duration_seconds, and per scrape fracgpu_workqueue_depth,

@@ -29,7 +29,13 @@ static void reply(struct evhttp_request *req, int code, const char *ctype, const
 static bool verbose(struct evhttp_request *req)
 {
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    return query && (!strcmp(query, "verbose") || !strncmp(query, "verbose=", 8) || strstr(query, "&verbose"));
+    /* a parameter named exactly "verbose", with or without a value ("?verbose", "?verbose=1") */
+    for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+        size_t n = strcspn(p, "=&");
+        if (n == strlen("verbose") && !strncmp(p, "verbose", n))
+            return true;
+    }
+    return false;
 }
 
 /* One line per check into body; true when all pass. */
@@ -146,7 +152,16 @@ enum fg_err fg__manager_http_start(struct fg_manager *m, char *errmsg)
     evhttp_set_cb(http, "/readyz", on_readyz, m);
     evhttp_set_cb(http, "/metrics", on_metrics, m);
     evhttp_set_gencb(http, on_other, m);
-    struct evhttp_bound_socket *sock = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)port);
+    /* ":PORT" means every address: IPv6 and IPv4 on one dual-stack socket where the node has IPv6
+     * (the kubelet probes an IPv6-only pod on its IPv6 address), IPv4 alone where it has not. */
+    struct evhttp_bound_socket *sock = NULL;
+    bool every = m->listen[0] == ':';
+    if (every)
+        sock = evhttp_bind_socket_with_handle(http, "::", (ev_uint16_t)port);
+    if (every && sock)
+        snprintf(host, sizeof host, "[::]");
+    if (!sock)
+        sock = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)port);
     if (!sock) {
         evhttp_free(http);
         return fg_errmsg(errmsg, FG_E_IO, "cannot listen on %s for /healthz, /readyz and /metrics", m->listen);

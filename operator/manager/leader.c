@@ -32,7 +32,7 @@
 #define COMPONENT "leader-election"
 
 struct record {
-    char holder[256];
+    char holder[320];   /* an identity: a 253-byte name and its suffix fit */
     int64_t duration_s;
     int64_t transitions;
     char acquire_time[40];
@@ -41,6 +41,7 @@ struct record {
 struct fg_leader {
     struct fg_leader_opts opts;     /* strings below are owned copies */
     char *ns, *name, *identity;
+    char *lease;                    /* "namespace/name" */
     struct fg_kube_client *client;
 
     pthread_t thread;
@@ -99,6 +100,7 @@ enum fg_err fg_leader_new(const struct fg_kube_config *cfg, const struct fg_lead
     co.timeout_ms = (unsigned)(opts->renew_deadline_ns / FG_NS_PER_MS);
     co.connect_timeout_ms = co.timeout_ms < co.connect_timeout_ms ? co.timeout_ms : co.connect_timeout_ms;
     co.qps = 0;   /* a handful of requests per retry period: never throttle the lease */
+    co.exec_timeout_ms = co.timeout_ms;   /* nor may a credential plugin hold the thread longer */
     struct fg_leader *le = fg_calloc(1, sizeof *le);
     err = fg_kube_client_new(cfg, &co, &le->client, errmsg);
     if (err) {
@@ -112,6 +114,7 @@ enum fg_err fg_leader_new(const struct fg_kube_config *cfg, const struct fg_lead
     le->opts.lease_namespace = le->ns;
     le->opts.lease_name = le->name;
     le->opts.identity = le->identity;
+    le->lease = fg_asprintf("%s/%s", le->ns, le->name);
     pthread_mutex_init(&le->mu, NULL);
     fg_cond_init_monotonic(&le->wake);
     *out = le;
@@ -127,6 +130,11 @@ bool fg_leader_is_leading(const struct fg_leader *le)
 const char *fg_leader_identity(const struct fg_leader *le)
 {
     return le->identity;
+}
+
+const char *fg_leader_lease(const struct fg_leader *le)
+{
+    return le->lease;
 }
 
 uint64_t fg_leader_terms(const struct fg_leader *le)
@@ -154,8 +162,11 @@ static void record_read(json_object *lease, struct record *r)
     snprintf(r->holder, sizeof r->holder, "%s", holder ? holder : "");
     const char *acquired = fg_json_get_str(lease, "spec", "acquireTime", NULL);
     snprintf(r->acquire_time, sizeof r->acquire_time, "%s", acquired ? acquired : "");
-    if (!fg_json_get_int64(lease, &r->duration_s, "spec", "leaseDurationSeconds", NULL))
-        r->duration_s = 0;
+    /* Another writer's duration is believed within a sane range: 1 s to a day. */
+    int64_t d = 0;
+    if (!fg_json_get_int64(lease, &d, "spec", "leaseDurationSeconds", NULL))
+        d = 0;
+    r->duration_s = d < 1 ? 1 : d > 86400 ? 86400 : d;
     if (!fg_json_get_int64(lease, &r->transitions, "spec", "leaseTransitions", NULL))
         r->transitions = 0;
 }
@@ -415,7 +426,7 @@ void fg_leader_on_lead(struct fg_leader *le, void (*fn)(void *ud), void *ud)
 
 enum fg_err fg_leader_start(struct fg_leader *le)
 {
-    if (le->running)
+    if (le->running || le->stopping)
         return FG_E_BUSY;
     if (pthread_create(&le->thread, NULL, election_main, le) != 0)
         return FG_E_INTERNAL;
@@ -448,6 +459,7 @@ void fg_leader_free(struct fg_leader *le)
     pthread_cond_destroy(&le->wake);
     pthread_mutex_destroy(&le->mu);
     free(le->identity);
+    free(le->lease);
     free(le->name);
     free(le->ns);
     free(le);

@@ -58,7 +58,7 @@ enum fg_err fg_leader_new(const struct fg_kube_config *cfg, const struct fg_lead
                           char *errmsg) FG_MUST_USE;
 /* fn(ud) runs on the election thread each time this replica becomes leader (before start). */
 void fg_leader_on_lead(struct fg_leader *le, void (*fn)(void *ud), void *ud);
-/* Starts the election thread. */
+/* Starts the election thread (once: a stopped election is not started again). */
 enum fg_err fg_leader_start(struct fg_leader *le) FG_MUST_USE;
 /* Stops the election thread (interrupting its wait, not a request in flight) and, when this replica
  * holds the Lease, releases it. The caller has stopped its leader-only work first. Idempotent. */
@@ -69,6 +69,8 @@ void fg_leader_free(struct fg_leader *le);
 /* Whether this replica leads now (see the essay). Any thread. */
 bool fg_leader_is_leading(const struct fg_leader *le);
 const char *fg_leader_identity(const struct fg_leader *le);
+/* "namespace/name" of the Lease. */
+const char *fg_leader_lease(const struct fg_leader *le);
 /* Times this replica became leader since it started. */
 uint64_t fg_leader_terms(const struct fg_leader *le);
 

@@ -33,7 +33,7 @@ static void leader_collect(void *ud, struct fg_buf *out)
     struct fg_manager *m = ud;
     if (!m->leader)
         return;
-    const char *labels[] = { "lease", fg_manager_component(m), "identity", fg_leader_identity(m->leader), NULL };
+    const char *labels[] = { "lease", fg_leader_lease(m->leader), "identity", fg_leader_identity(m->leader), NULL };
     fg_prom_family(out, "fracgpu_leader", FG_PROM_GAUGE, "1 while this replica leads, else 0.");
     fg_prom_sample_u64(out, "fracgpu_leader", labels, fg_leader_is_leading(m->leader));
     fg_prom_family(out, "fracgpu_leader_terms_total", FG_PROM_COUNTER, "Times this replica became leader.");
@@ -89,6 +89,7 @@ enum fg_err fg_manager_new(const struct fg_manager_opts *opts, struct fg_manager
     fg_metrics_add_collector(m->metrics, fg_process_collect, NULL);
     fg_metrics_add_collector(m->metrics, leader_collect, m);
     fg_metrics_add_collector(m->metrics, fg_informer_factory_collect, m->informers);
+    fg_metrics_add_collector(m->metrics, fg__controllers_collect, m);
     *out = m;
     return FG_OK;
 
@@ -105,6 +106,7 @@ void fg_manager_free(struct fg_manager *m)
     for (size_t i = m->n_on_free; i-- > 0;)
         m->on_free[i].fn(m->on_free[i].ud);
     free(m->on_free);
+    free(m->controllers);
     fg_informer_factory_free(m->informers);   /* the loop is stopped: safe on this thread */
     fg_leader_free(m->leader);
     fg_kube_loop_free(m->loop);
@@ -131,7 +133,7 @@ void fg_manager_free(struct fg_manager *m)
 
 enum fg_err fg_manager_add_runnable(struct fg_manager *m, const struct fg_runnable *r)
 {
-    if (m->started)
+    if (m->spent)
         return FG_E_BUSY;
     if (!r || !r->name || !r->start || !r->stop)
         return FG_E_INVAL;
@@ -144,7 +146,7 @@ enum fg_err fg_manager_add_runnable(struct fg_manager *m, const struct fg_runnab
 static enum fg_err add_check(struct fg_manager *m, struct fg__check **list, size_t *n, const char *name,
                              fg_check_fn *fn, void *ud)
 {
-    if (m->started)
+    if (m->spent)
         return FG_E_BUSY;
     if (!name || !*name || !fn)
         return FG_E_INVAL;

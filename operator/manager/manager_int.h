@@ -44,6 +44,8 @@ struct fg_manager {
     size_t n_readyz, n_healthz;
     struct fg__on_free *on_free;
     size_t n_on_free;
+    struct fg_manager_controller **controllers;   /* registered, for their queue metrics */
+    size_t n_controllers;
 
     struct evhttp *http;
     unsigned http_port;
@@ -57,6 +59,9 @@ struct fg_manager {
     bool leading;                   /* the leader-only runnables run (supervisor thread only) */
     _Atomic bool failed;            /* a leader-only runnable could not start */
 };
+
+/* controllers.c: the queue families of every controller, a metrics collector (ud: the manager). */
+void fg__controllers_collect(void *ud, struct fg_buf *out);
 
 /* http.c, on the loop thread: serve m->listen; and stop serving. */
 enum fg_err fg__manager_http_start(struct fg_manager *m, char *errmsg) FG_MUST_USE;

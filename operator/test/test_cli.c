@@ -121,6 +121,7 @@ static void test_operator_usage(void **state)
     EXPECT(2, "--listen wants HOST:PORT", "operator", "--listen", "::1:80");
     EXPECT(2, "--workers wants 1 to 64", "operator", "--workers", "0");
     EXPECT(2, "--workers wants 1 to 64", "operator", "--workers", "9x");
+    EXPECT(2, "--workers wants 1 to 64", "operator", "--workers", "4294967297");
     EXPECT(2, "--log-level", "operator", "--log-level", "loud");
     EXPECT(2, "usage:", "operator", "--bogus");
     EXPECT(2, "unexpected argument", "operator", "extra");

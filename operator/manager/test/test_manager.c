@@ -5,7 +5,9 @@
  * leader-only runnable that cannot start ends fg_manager_run with status 1; readiness and liveness
  * checks answered as kube-apiserver answers them; nothing registered or started twice.
  */
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +25,8 @@
 #include "operator/manager/manager.h"
 
 static struct fg_harness h;
+
+static size_t collect(char *data, size_t size, size_t n, void *ud);
 
 static int setup(void **state)
 {
@@ -66,6 +70,22 @@ static void test_listen_addresses(void **state)
     assert_string_equal(host, "::1");
     assert_int_equal(port, 8080);
     assert_int_equal(fg_manager_parse_listen("127.0.0.1:65535", host, sizeof host, &port, msg), FG_OK);
+
+    /* ":PORT" serves IPv4 and, where the machine has it, IPv6 on one socket. */
+    struct fg_manager *every = new_manager(":0");
+    assert_int_equal(fg_manager_start(every, msg), FG_OK);
+    struct fg_buf body = FG_BUF_INIT;
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz", fg_manager_http_port(every));
+    CURL *c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+    assert_int_equal(curl_easy_perform(c), CURLE_OK);
+    curl_easy_cleanup(c);
+    assert_string_equal(fg_buf_str(&body), "ok\n");
+    fg_buf_cleanup(&body);
+    fg_manager_free(every);
     const char *bad[] = { "nonsense", "127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:12x", "[::1:5", "::1:80",
                           ":-1", ":+80", "", NULL };
     for (size_t i = 0; bad[i]; i++) {
@@ -83,7 +103,10 @@ static void test_listen_addresses(void **state)
     fg_manager_free(m);
 }
 
-/* A runnable that records its starts and stops in a shared log. */
+/* A runnable that records its starts and stops in a shared log (the supervisor thread writes to it
+ * too: under a lock). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
 struct step {
     const char *name;
     struct fg_buf *log;
@@ -95,14 +118,19 @@ static enum fg_err step_start(void *ud, char *errmsg)
     struct step *s = ud;
     if (s->fail)
         return fg_errmsg(errmsg, s->fail, "%s refuses", s->name);
-    assert_int_equal(fg_buf_printf(s->log, "+%s ", s->name), FG_OK);
-    return FG_OK;
+    pthread_mutex_lock(&log_lock);
+    enum fg_err err = fg_buf_printf(s->log, "+%s ", s->name);
+    pthread_mutex_unlock(&log_lock);
+    return err;
 }
 
 static void step_stop(void *ud)
 {
     struct step *s = ud;
-    assert_int_equal(fg_buf_printf(s->log, "-%s ", s->name), FG_OK);
+    pthread_mutex_lock(&log_lock);
+    enum fg_err err = fg_buf_printf(s->log, "-%s ", s->name);
+    pthread_mutex_unlock(&log_lock);
+    assert_int_equal(err, FG_OK);
 }
 
 static void add_step(struct fg_manager *m, struct step *s, bool leader_only)
@@ -115,7 +143,10 @@ static void add_step(struct fg_manager *m, struct step *s, bool leader_only)
 static bool log_has(struct fg_buf *log, const char *text)
 {
     for (int i = 0; i < 200; i++) {
-        if (strstr(fg_buf_str(log), text))
+        pthread_mutex_lock(&log_lock);
+        bool found = strstr(fg_buf_str(log), text) != NULL;
+        pthread_mutex_unlock(&log_lock);
+        if (found)
             return true;
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
@@ -197,7 +228,7 @@ static long get(unsigned port, const char *path, struct fg_buf *body)
 
 static enum fg_err failing_check(void *ud, char *errmsg)
 {
-    return *(bool *)ud ? FG_OK : fg_errmsg(errmsg, FG_E_BUSY, "not warm yet");
+    return atomic_load((atomic_bool *)ud) ? FG_OK : fg_errmsg(errmsg, FG_E_BUSY, "not warm yet");
 }
 
 static enum fg_err passing_check(void *ud, char *errmsg)
@@ -210,7 +241,7 @@ static enum fg_err passing_check(void *ud, char *errmsg)
 static void test_checks(void **state)
 {
     (void)state;
-    bool warm = false;
+    atomic_bool warm = false;
     struct fg_manager *m = new_manager("127.0.0.1:0");
     assert_int_equal(fg_manager_add_readyz(m, "warm", failing_check, &warm), FG_OK);
     assert_int_equal(fg_manager_add_healthz(m, "alive", passing_check, NULL), FG_OK);
@@ -221,7 +252,7 @@ static void test_checks(void **state)
     struct fg_buf body = FG_BUF_INIT;
     assert_int_equal(get(port, "/readyz", &body), 503);
     assert_string_equal(fg_buf_str(&body), "[+]informers ok\n[-]warm failed: not warm yet\nreadyz check failed\n");
-    warm = true;
+    atomic_store(&warm, true);
     assert_int_equal(get(port, "/readyz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
     assert_int_equal(get(port, "/healthz?verbose", &body), 200);
