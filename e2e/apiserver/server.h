@@ -161,6 +161,9 @@ json_object *fg__table_new(const struct fg__type *t);
 void fg__table_add_row(json_object *table, const struct fg__type *t, json_object *obj);
 /* Replies 200 with the table (borrowed) and the Table content type. */
 void fg__table_reply(struct evhttp_request *req, json_object *table);
+/* table_cells.c: the cell of a `compute` column (the column row, for its jsonPath), or NULL when
+ * `what` is unknown or the value is absent. */
+json_object *fg__table_cell_computed(const char *what, json_object *column, json_object *obj);
 
 /* watch.c */
 void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
