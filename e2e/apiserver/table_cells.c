@@ -38,8 +38,9 @@ static json_object *at_path(json_object *column, json_object *obj, json_object *
     return json_object_array_get_idx(*found, 0);
 }
 
-/* Joins the strings of items with sep; "N more" as kubectl's listWithMoreString when total > shown. */
-static json_object *join(json_object *items, const char *sep, size_t total, const char *empty)
+/* Joins the strings of items (taken) with sep; "+ N more..." as kubectl's listWithMoreString when
+ * total > shown; `empty` (when not NULL) for no items. */
+static json_object *join_take(json_object *items, const char *sep, size_t total, const char *empty)
 {
     struct fg_buf b = FG_BUF_INIT;
     size_t n = array_len(items);
@@ -50,6 +51,7 @@ static json_object *join(json_object *items, const char *sep, size_t total, cons
         ok = !fg_buf_printf(&b, " + %zu more...", total - n);
     json_object *cell = json_object_new_string(b.len || !empty ? fg_buf_str(&b) : empty);
     fg_buf_cleanup(&b);
+    json_object_put(items);
     return cell;
 }
 
@@ -103,9 +105,7 @@ static json_object *node_roles(json_object *column, json_object *obj)
                 json_object_array_add(roles, json_object_new_string(key + sizeof(prefix) - 1));
         }
     }
-    json_object *cell = join(roles, ",", 0, "<none>");
-    json_object_put(roles);
-    return cell;
+    return join_take(roles, ",", 0, "<none>");
 }
 
 static json_object *replicas_ready(json_object *column, json_object *obj)
@@ -146,22 +146,27 @@ static int by_string(const void *a, const void *b)
     return strcmp(json_object_get_string(*(json_object *const *)a), json_object_get_string(*(json_object *const *)b));
 }
 
+/* Appends "key=value" for each member of map (when it is an object) to items. */
+static void add_pairs(json_object *items, json_object *map)
+{
+    if (!json_object_is_type(map, json_type_object))
+        return;
+    json_object_object_foreach(map, key, val) {
+        char *kv = fg_asprintf("%s=%s", key, json_object_get_string(val));
+        json_object_array_add(items, json_object_new_string(kv));
+        free(kv);
+    }
+}
+
 /* labels.FormatLabels of the map at jsonPath: k=v sorted, comma-separated, <none> when empty. */
 static json_object *label_map(json_object *column, json_object *obj)
 {
     json_object *found;
     json_object *map = at_path(column, obj, &found);
     json_object *items = json_object_new_array();
-    if (json_object_is_type(map, json_type_object)) {
-        json_object_object_foreach(map, key, val) {
-            char *kv = fg_asprintf("%s=%s", key, json_object_get_string(val));
-            json_object_array_add(items, json_object_new_string(kv));
-            free(kv);
-        }
-    }
+    add_pairs(items, map);
     json_object_array_sort(items, by_string);
-    json_object *cell = join(items, ",", 0, "<none>");
-    json_object_put(items);
+    json_object *cell = join_take(items, ",", 0, "<none>");
     json_object_put(found);
     return cell;
 }
@@ -180,10 +185,9 @@ static char *requirement(json_object *req)
     for (size_t i = 0; i < array_len(given); i++)
         json_object_array_add(values, json_object_get(json_object_array_get_idx(given, i)));
     json_object_array_sort(values, by_string);
-    json_object *list = join(values, ",", 0, NULL);
+    json_object *list = join_take(values, ",", 0, NULL);
     char *s = fg_asprintf("%s %s (%s)", key, fg_str_eq(op, "NotIn") ? "notin" : "in", json_object_get_string(list));
     json_object_put(list);
-    json_object_put(values);
     return s;
 }
 
@@ -193,14 +197,7 @@ static json_object *label_selector(json_object *column, json_object *obj)
     json_object *found;
     json_object *sel = at_path(column, obj, &found);
     json_object *items = json_object_new_array();
-    json_object *labels = fg_json_get(sel, "matchLabels", NULL);
-    if (json_object_is_type(labels, json_type_object)) {
-        json_object_object_foreach(labels, key, val) {
-            char *kv = fg_asprintf("%s=%s", key, json_object_get_string(val));
-            json_object_array_add(items, json_object_new_string(kv));
-            free(kv);
-        }
-    }
+    add_pairs(items, fg_json_get(sel, "matchLabels", NULL));
     json_object *exprs = fg_json_get(sel, "matchExpressions", NULL);
     for (size_t i = 0; i < array_len(exprs); i++) {
         char *r = requirement(json_object_array_get_idx(exprs, i));
@@ -208,8 +205,7 @@ static json_object *label_selector(json_object *column, json_object *obj)
         free(r);
     }
     json_object_array_sort(items, by_string);
-    json_object *cell = join(items, ",", 0, "<none>");
-    json_object_put(items);
+    json_object *cell = join_take(items, ",", 0, "<none>");
     json_object_put(found);
     return cell;
 }
@@ -239,9 +235,7 @@ static json_object *subjects_of(json_object *obj, const char *kind)
         json_object_array_add(items, json_object_new_string(one));
         free(one);
     }
-    json_object *cell = join(items, ", ", 0, NULL);
-    json_object_put(items);
-    return cell;
+    return join_take(items, ", ", 0, NULL);
 }
 
 static json_object *binding_users(json_object *column, json_object *obj)
@@ -278,9 +272,7 @@ static json_object *quota(json_object *obj, bool limits)
         }
     }
     json_object_array_sort(items, by_string);
-    json_object *cell = join(items, ", ", 0, NULL);
-    json_object_put(items);
-    return cell;
+    return join_take(items, ", ", 0, NULL);
 }
 
 static json_object *quota_request(json_object *column, json_object *obj)
@@ -327,9 +319,7 @@ static json_object *endpoints(json_object *column, json_object *obj)
             }
         }
     }
-    json_object *cell = join(items, ",", total, NULL);
-    json_object_put(items);
-    return cell;
+    return join_take(items, ",", total, NULL);
 }
 
 /* formatDiscoveryPorts: each port's number (its name, or "*", when it has none); <unset> when none. */
@@ -346,9 +336,7 @@ static json_object *slice_ports(json_object *column, json_object *obj)
         add_limited(items, &total, fg_json_get_int64(p, &port, "port", NULL) ? fg_asprintf("%lld", (long long)port)
                                    : fg_strdup(name ? name : "*"));
     }
-    json_object *cell = join(items, ",", total, "<unset>");
-    json_object_put(items);
-    return cell;
+    return join_take(items, ",", total, "<unset>");
 }
 
 /* formatDiscoveryEndpoints: every address of every endpoint; <unset> when none. */
@@ -363,9 +351,7 @@ static json_object *slice_endpoints(json_object *column, json_object *obj)
         for (size_t a = 0; a < array_len(addrs); a++)
             add_limited(items, &total, fg_strdup(json_object_get_string(json_object_array_get_idx(addrs, a))));
     }
-    json_object *cell = join(items, ",", total, "<unset>");
-    json_object_put(items);
-    return cell;
+    return join_take(items, ",", total, "<unset>");
 }
 
 static const struct {

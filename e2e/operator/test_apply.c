@@ -23,20 +23,16 @@
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "e2e/apiserver/apiserver.h"
-#include "e2e/operator/kubectl.h"
+#include "e2e/operator/kubectl_env.h"
 
 #define NS "fracgpu-system"
 
 static struct {
-    struct fg_apiserver *server;
-    char dir[64];
-    char kubeconfig[128];
+    struct fg_kubectl_env env;
     char manifests[512];
-    struct fg_kubectl k;
 } e;
 
-#define kubectl(out, stdin_text, ...) fg_kubectl_run(&e.k, out, stdin_text, __VA_ARGS__)
+#define kubectl(out, stdin_text, ...) fg_kubectl_run(&e.env.k, out, stdin_text, __VA_ARGS__)
 
 /* What `kubectl apply -k manifests/` names, in the order kubectl prints them. */
 static const char *const objects[] = {
@@ -62,15 +58,9 @@ static int setup(void **state)
 {
     (void)state;
     fg_log_set_level(FG_LOG_WARN);
-    snprintf(e.dir, sizeof e.dir, "/tmp/fg-e2e-apply-XXXXXX");
-    assert_non_null(mkdtemp(e.dir));
-    snprintf(e.kubeconfig, sizeof e.kubeconfig, "%s/kubeconfig", e.dir);
     snprintf(e.manifests, sizeof e.manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
-    fg_kubectl_init(&e.k, e.dir, e.kubeconfig);
-    struct fg_apiserver_opts opts = { 0 };
     char msg[FG_ERRMSG_MAX] = "";
-    if (fg_apiserver_new(&opts, &e.server, msg) != FG_OK || fg_apiserver_start(e.server, msg) != FG_OK ||
-        fg_apiserver_write_kubeconfig(e.server, e.kubeconfig, msg) != FG_OK)
+    if (fg_kubectl_env_start(&e.env, "fg-e2e-apply", msg) != FG_OK)
         fail_msg("test API server: %s", msg);
     return 0;
 }
@@ -78,10 +68,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    fg_apiserver_free(e.server);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", e.dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return fg_kubectl_env_stop(&e.env);
 }
 
 /* Checks that apply's output has exactly one line per object, each "<object> <verb>", except that
