@@ -6,8 +6,8 @@
  * Each mirrors the printer in kubernetes/pkg/printers/internalversion: a pod's ready count and
  * restarts, a node's status and roles, a workload's ready replicas, an event's object, the length of
  * a list, a label map or label selector as kubectl formats them, a binding's role and subjects, a
- * quota's requests and limits, and the addresses of Endpoints and EndpointSlices (three at most,
- * then "+ N more..."). A cell is a new json-c value, or NULL (kubectl prints <none>).
+ * quota's requests and limits, a Service's external IPs and ports, and the addresses of Endpoints
+ * and EndpointSlices (three at most, then "+ N more..."). A cell is a new json-c value, or NULL (kubectl prints <none>).
  */
 #include "e2e/apiserver/server.h"
 
@@ -354,6 +354,76 @@ static json_object *slice_endpoints(json_object *column, json_object *obj)
     return join_take(items, ",", total, "<unset>");
 }
 
+/* The strings of list joined by "," (the caller frees), or NULL when there are none. */
+static char *joined_strings(json_object *list)
+{
+    if (!array_len(list))
+        return NULL;
+    json_object *items = json_object_new_array();
+    for (size_t i = 0; i < array_len(list); i++)
+        json_object_array_add(items, json_object_get(json_object_array_get_idx(list, i)));
+    json_object *cell = join_take(items, ",", 0, NULL);
+    char *s = fg_strdup(json_object_get_string(cell));
+    json_object_put(cell);
+    return s;
+}
+
+/* getServiceExternalIP: spec.externalIPs, and a LoadBalancer's ingress addresses (in full: kube's
+ * server-side Tables are generated wide, so its 16-character cut never applies to them). */
+static json_object *service_external_ip(json_object *column, json_object *obj)
+{
+    (void)column;
+    const char *type = fg_json_get_str(obj, "spec", "type", NULL);
+    char *external = joined_strings(fg_json_get(obj, "spec", "externalIPs", NULL));
+    json_object *cell = NULL;
+    if (!type || !strcmp(type, "ClusterIP") || !strcmp(type, "NodePort")) {
+        cell = json_object_new_string(external ? external : "<none>");
+    } else if (!strcmp(type, "ExternalName")) {
+        const char *name = fg_json_get_str(obj, "spec", "externalName", NULL);
+        cell = json_object_new_string(name ? name : "");
+    } else if (!strcmp(type, "LoadBalancer")) {
+        json_object *ingress = fg_json_get(obj, "status", "loadBalancer", "ingress", NULL);
+        json_object *items = json_object_new_array();
+        for (size_t i = 0; i < array_len(ingress); i++) {
+            json_object *in = json_object_array_get_idx(ingress, i);
+            const char *ip = fg_json_get_str(in, "ip", NULL), *host = fg_json_get_str(in, "hostname", NULL);
+            if (ip || host)
+                json_object_array_add(items, json_object_new_string(ip ? ip : host));
+        }
+        json_object *lb = join_take(items, ",", 0, NULL);
+        char *lbs = fg_strdup(json_object_get_string(lb));
+        json_object_put(lb);
+        char *all = external ? fg_asprintf("%s%s%s", lbs, *lbs ? "," : "", external) : NULL;
+        cell = json_object_new_string(all ? all : *lbs ? lbs : "<pending>");
+        free(all);
+        free(lbs);
+    } else {
+        cell = json_object_new_string("<unknown>");
+    }
+    free(external);
+    return cell;
+}
+
+/* makePortString: port/protocol, port:nodePort/protocol when a node port is set; <none> when none. */
+static json_object *service_ports(json_object *column, json_object *obj)
+{
+    (void)column;
+    json_object *ports = fg_json_get(obj, "spec", "ports", NULL);
+    json_object *items = json_object_new_array();
+    for (size_t i = 0; i < array_len(ports); i++) {
+        json_object *p = json_object_array_get_idx(ports, i);
+        int64_t port = 0, node_port = 0;
+        fg_json_get_int64(p, &port, "port", NULL);
+        fg_json_get_int64(p, &node_port, "nodePort", NULL);
+        const char *proto = fg_json_get_str(p, "protocol", NULL);
+        char *one = node_port > 0 ? fg_asprintf("%lld:%lld/%s", (long long)port, (long long)node_port, proto ? proto : "TCP")
+                                  : fg_asprintf("%lld/%s", (long long)port, proto ? proto : "TCP");
+        json_object_array_add(items, json_object_new_string(one));
+        free(one);
+    }
+    return join_take(items, ",", 0, "<none>");
+}
+
 static const struct {
     const char *name;
     cell_fn *fn;
@@ -376,6 +446,8 @@ static const struct {
     { "endpoints", endpoints },
     { "slicePorts", slice_ports },
     { "sliceEndpoints", slice_endpoints },
+    { "serviceExternalIP", service_external_ip },
+    { "servicePorts", service_ports },
 };
 
 json_object *fg__table_cell_computed(const char *what, json_object *column, json_object *obj)

@@ -137,7 +137,7 @@ static void test_apply_manifests(void **state)
     expect_get("rolebindings", true, "NAME ROLE AGE", leader, 1);
     expect_get("deploy", true, "NAME READY UP-TO-DATE AVAILABLE AGE", operator, 1);
     expect_get("ds", true, "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE", agent, 1);
-    expect_get("svc", true, "NAME AGE", services, 2);
+    expect_get("svc", true, "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE", services, 2);
 
     /* Applying the same manifests again changes nothing. */
     if (kubectl(&out, NULL, "apply", "-k", e.manifests, NULL) != 0)

@@ -1,7 +1,8 @@
 /* The built-in kinds fracgpu's manifests use, served as kube-apiserver serves them: discovery (short
  * names, scope, status subresources), OpenAPI v3 definitions with the strategic-merge metadata
  * kubectl apply reads, Table columns and cells as `kubectl get` prints them on a real cluster, and
- * the bad inputs: a cluster-scoped kind under a namespace, status changed through the main
+ * the bad inputs: a cluster-scoped kind under a namespace, Services of every type with and without
+ * ports, node ports, external IPs and load-balancer addresses, status changed through the main
  * endpoint, missing fields where printers would read Go zero values, long address lists. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,6 +203,37 @@ static void tables(void **state)
     tc_create(BASE, "/apis/scheduling.k8s.io/v1/priorityclasses", "{\"metadata\":{\"name\":\"high\"},\"value\":1000}");
     expect_table("/apis/scheduling.k8s.io/v1/priorityclasses", "Name|Value|Global-Default|Age|PreemptionPolicy",
                  "high|1000|false|T|PreemptLowerPriority");
+
+    /* Services: kube's defaults where nothing is set (no cluster IP is allocated here) */
+    tc_create(BASE, "/api/v1/namespaces/default/services",
+              "{\"metadata\":{\"name\":\"plain\"},\"spec\":{\"selector\":{\"app\":\"x\"},"
+              "\"ports\":[{\"port\":80},{\"port\":53,\"protocol\":\"UDP\"}]}}");
+    expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dplain",
+                 "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector", "plain|ClusterIP|<none>|<none>|80/TCP,53/UDP|T|app=x");
+    tc_create(BASE, "/api/v1/namespaces/default/services",
+              "{\"metadata\":{\"name\":\"np\"},\"spec\":{\"type\":\"NodePort\",\"clusterIP\":\"10.96.0.9\","
+              "\"externalIPs\":[\"1.2.3.4\",\"5.6.7.8\"],\"ports\":[{\"port\":80,\"nodePort\":30080}]}}");
+    expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dnp",
+                 "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector",
+                 "np|NodePort|10.96.0.9|1.2.3.4,5.6.7.8|80:30080/TCP|T|<none>");
+    tc_create(BASE, "/api/v1/namespaces/default/services",
+              "{\"metadata\":{\"name\":\"lb\"},\"spec\":{\"type\":\"LoadBalancer\"}}");
+    expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dlb",
+                 "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector", "lb|LoadBalancer|<none>|<pending>|<none>|T|<none>");
+    assert_int_equal(tc_request(BASE, "PATCH", "/api/v1/namespaces/default/services/lb/status",
+                                "application/merge-patch+json",
+                                "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.10\"},"
+                                "{\"hostname\":\"lb.example.com\"}]}}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    tc_reply_cleanup(&r);
+    expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dlb",
+                 "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector",
+                 "lb|LoadBalancer|<none>|203.0.113.10,lb.example.com|<none>|T|<none>");
+    tc_create(BASE, "/api/v1/namespaces/default/services",
+              "{\"metadata\":{\"name\":\"ext\"},\"spec\":{\"type\":\"ExternalName\",\"externalName\":\"db.example.com\"}}");
+    expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dext",
+                 "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector",
+                 "ext|ExternalName|<none>|db.example.com|<none>|T|<none>");
 
     tc_create(BASE, "/api/v1/namespaces/default/resourcequotas",
               "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"hard\":{\"pods\":\"10\"}}}");
