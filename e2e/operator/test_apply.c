@@ -4,7 +4,8 @@
  *   - the first apply creates every object of manifests/ (namespace, CRDs, service accounts,
  *     cluster roles and bindings, role and binding, services, the operator Deployment, the node-agent
  *     DaemonSet) and exits 0;
- *   - `kubectl get` of each kind finds them by name, with the columns kubectl shows on a cluster;
+ *   - `kubectl get` of each kind finds them by name, with the columns kubectl shows on a cluster,
+ *     and `kubectl get all` the workloads and services;
  *   - a second apply changes nothing: every object is "unchanged";
  *   - an object edited behind kustomize's back (a label added with apply -f) is "configured" back by
  *     the next apply -k, the label gone, and the rest stay unchanged (client-side apply's three-way
@@ -138,6 +139,12 @@ static void test_apply_manifests(void **state)
     expect_get("deploy", true, "NAME READY UP-TO-DATE AVAILABLE AGE", operator, 1);
     expect_get("ds", true, "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE", agent, 1);
     expect_get("svc", true, "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE", services, 2);
+
+    /* `kubectl get all` (the category) finds the workloads and services, not the RBAC objects. */
+    if (kubectl(&out, NULL, "get", "all", "-n", NS, "-o", "name", NULL) != 0)
+        fail_msg("kubectl get all: %s", fg_buf_str(&out));
+    assert_string_equal(fg_buf_str(&out), "service/fracgpu-node-agent\nservice/fracgpu-operator-metrics\n"
+                                          "daemonset.apps/fracgpu-node-agent\ndeployment.apps/fracgpu-operator\n");
 
     /* Applying the same manifests again changes nothing. */
     if (kubectl(&out, NULL, "apply", "-k", e.manifests, NULL) != 0)

@@ -116,6 +116,21 @@ static void discovery(void **state)
     expect_discovery("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice", true, NULL, false);
     expect_discovery("/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations",
                      "ValidatingWebhookConfiguration", false, NULL, false);
+    /* `kubectl get all` is the category kube gives workloads and services, and nothing else */
+    json_object *doc = tc_get_json(BASE, "/apis/apps/v1");
+    /* sorted by name as kube-apiserver lists them (kubectl get all prints kinds in this order) */
+    json_object *list = fg_json_get(doc, "resources", NULL);
+    for (size_t i = 1; i < json_object_array_length(list); i++)
+        assert_true(strcmp(fg_json_get_str(json_object_array_get_idx(list, i - 1), "name", NULL),
+                           fg_json_get_str(json_object_array_get_idx(list, i), "name", NULL)) < 0);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(
+        fg_json_get(discovery_entry(doc, "daemonsets"), "categories", NULL), 0)), "all");
+    assert_null(fg_json_get(discovery_entry(doc, "daemonsets/status"), "categories", NULL));
+    json_object_put(doc);
+    doc = tc_get_json(BASE, "/api/v1");
+    assert_null(fg_json_get(discovery_entry(doc, "serviceaccounts"), "categories", NULL));
+    assert_non_null(fg_json_get(discovery_entry(doc, "services"), "categories", NULL));
+    json_object_put(doc);
 }
 
 static void openapi_definitions(void **state)
