@@ -68,6 +68,16 @@ static void expect_table(const char *path, const char *columns, const char *cell
     tc_reply_cleanup(&r);
 }
 
+/* Merge-patches an object's status subresource and expects 200. */
+static void merge_status(const char *path, const char *patch)
+{
+    struct tc_reply r;
+    assert_int_equal(tc_request(BASE, "PATCH", path, "application/merge-patch+json", patch, &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PATCH %s: %ld %s", path, r.code, r.body);
+    tc_reply_cleanup(&r);
+}
+
 /* The legacy discovery entry of plural in a group/version document. */
 static json_object *discovery_entry(json_object *doc, const char *plural)
 {
@@ -174,12 +184,8 @@ static void tables(void **state)
     expect_table("/apis/apps/v1/namespaces/default/daemonsets",
                  "Name|Desired|Current|Ready|Up-to-date|Available|Node Selector|Age|Containers|Images|Selector",
                  "agent|0|0|0|0|0|gpu=true,zone=z1|T|agent|img:1|!gone,app=agent,tier in (a,b)");
-    struct tc_reply r;
-    assert_int_equal(tc_request(BASE, "PATCH", "/apis/apps/v1/namespaces/default/daemonsets/agent/status",
-                                "application/merge-patch+json",
-                                "{\"status\":{\"desiredNumberScheduled\":3,\"numberReady\":2}}", &r), CURLE_OK);
-    assert_int_equal(r.code, 200);
-    tc_reply_cleanup(&r);
+    merge_status("/apis/apps/v1/namespaces/default/daemonsets/agent/status",
+                 "{\"status\":{\"desiredNumberScheduled\":3,\"numberReady\":2}}");
     expect_table("/apis/apps/v1/namespaces/default/daemonsets",
                  "Name|Desired|Current|Ready|Up-to-date|Available|Node Selector|Age|Containers|Images|Selector",
                  "agent|3|0|2|0|0|gpu=true,zone=z1|T|agent|img:1|!gone,app=agent,tier in (a,b)");
@@ -235,12 +241,9 @@ static void tables(void **state)
               "{\"metadata\":{\"name\":\"lb\"},\"spec\":{\"type\":\"LoadBalancer\"}}");
     expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dlb",
                  "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector", "lb|LoadBalancer|<none>|<pending>|<none>|T|<none>");
-    assert_int_equal(tc_request(BASE, "PATCH", "/api/v1/namespaces/default/services/lb/status",
-                                "application/merge-patch+json",
-                                "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.10\"},"
-                                "{\"hostname\":\"lb.example.com\"}]}}}", &r), CURLE_OK);
-    assert_int_equal(r.code, 200);
-    tc_reply_cleanup(&r);
+    merge_status("/api/v1/namespaces/default/services/lb/status",
+                 "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.10\"},"
+                 "{\"hostname\":\"lb.example.com\"}]}}}");
     expect_table("/api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dlb",
                  "Name|Type|Cluster-IP|External-IP|Port(s)|Age|Selector",
                  "lb|LoadBalancer|<none>|203.0.113.10,lb.example.com|<none>|T|<none>");
@@ -253,12 +256,9 @@ static void tables(void **state)
     tc_create(BASE, "/api/v1/namespaces/default/resourcequotas",
               "{\"metadata\":{\"name\":\"q\"},\"spec\":{\"hard\":{\"pods\":\"10\"}}}");
     expect_table("/api/v1/namespaces/default/resourcequotas", "Name|Age|Request|Limit", "q|T||");
-    assert_int_equal(tc_request(BASE, "PATCH", "/api/v1/namespaces/default/resourcequotas/q/status",
-                                "application/merge-patch+json",
-                                "{\"status\":{\"hard\":{\"pods\":\"10\",\"limits.cpu\":\"4\",\"requests.cpu\":\"2\"},"
-                                "\"used\":{\"pods\":\"3\",\"limits.cpu\":\"1\"}}}", &r), CURLE_OK);
-    assert_int_equal(r.code, 200);
-    tc_reply_cleanup(&r);
+    merge_status("/api/v1/namespaces/default/resourcequotas/q/status",
+                 "{\"status\":{\"hard\":{\"pods\":\"10\",\"limits.cpu\":\"4\",\"requests.cpu\":\"2\"},"
+                 "\"used\":{\"pods\":\"3\",\"limits.cpu\":\"1\"}}}");
     expect_table("/api/v1/namespaces/default/resourcequotas", "Name|Age|Request|Limit",
                  "q|T|pods: 3/10, requests.cpu: 0/2|limits.cpu: 1/4");
 
