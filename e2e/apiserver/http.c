@@ -139,6 +139,19 @@ static void route_cleanup(struct fg__route *r)
     free(r->sub);
 }
 
+/* A collection GET is a watch or a list, as its (valid) query parameters say. */
+static void get_collection(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
+                           const struct evkeyvalq *query)
+{
+    struct fg__list_opts opts;
+    if (!fg__list_opts_parse(req, query, &opts))
+        return;
+    if (opts.watch)
+        fg__watch_start(srv, req, route, query, &opts);
+    else
+        fg__http_list(srv, req, route, query, &opts);
+}
+
 static void dispatch_resource(struct fg_apiserver *srv, struct evhttp_request *req, const char *path,
                               const struct evkeyvalq *query)
 {
@@ -159,11 +172,8 @@ static void dispatch_resource(struct fg_apiserver *srv, struct evhttp_request *r
         fg__http_object(srv, req, &route, query);
     } else {
         enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-        const char *watch = fg__query_get(query, "watch");
-        if (cmd == EVHTTP_REQ_GET && watch && (!strcmp(watch, "true") || !strcmp(watch, "1")))
-            fg__watch_start(srv, req, &route, query);
-        else if (cmd == EVHTTP_REQ_GET)
-            fg__http_list(srv, req, &route, query);
+        if (cmd == EVHTTP_REQ_GET)
+            get_collection(srv, req, &route, query);
         else if (cmd == EVHTTP_REQ_POST && (route.ns || !route.type->namespaced))
             fg__http_object(srv, req, &route, query);
         else

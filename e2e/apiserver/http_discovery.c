@@ -5,7 +5,8 @@
  * APIGroupDiscoveryList — /api's one item is the core group "" — with that exact content type,
  * since kubectl reads the same body under plain application/json as the legacy form. Types added
  * at run time (CRDs) appear at once; disabled ones do not. A type without a singular name gets its
- * lowercased kind, as kube-apiserver fills it.
+ * lowercased kind, as kube-apiserver fills it. Within a group/version, resources are listed sorted
+ * by name as kube-apiserver installs them, which is the order `kubectl get all` prints kinds in.
  */
 #include "e2e/apiserver/server.h"
 
@@ -63,6 +64,18 @@ static void describe_subresource(const char *sub, const char **kind, json_object
     *verbs = *kind ? string_array(create_verbs, 1) : string_array(update_verbs, 3);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(fg_json_get_str(*(json_object *const *)a, "name", NULL),
+                  fg_json_get_str(*(json_object *const *)b, "name", NULL));
+}
+
+static int by_resource(const void *a, const void *b)
+{
+    return strcmp(fg_json_get_str(*(json_object *const *)a, "resource", NULL),
+                  fg_json_get_str(*(json_object *const *)b, "resource", NULL));
+}
+
 static json_object *resource_list(const struct fg__registry *reg, const char *group, const char *version)
 {
     json_object *resources = NULL;
@@ -92,6 +105,7 @@ static json_object *resource_list(const struct fg__registry *reg, const char *gr
     }
     if (!resources)
         return NULL;
+    json_object_array_sort(resources, by_name);
     json_object *list = json_object_new_object();
     json_object_object_add(list, "kind", json_object_new_string("APIResourceList"));
     json_object_object_add(list, "apiVersion", json_object_new_string("v1"));
@@ -212,6 +226,11 @@ static json_object *aggregated_list(const struct fg__registry *reg, bool core)
             json_object_array_add(versions, version);
         }
         json_object_array_add(fg_json_get(version, "resources", NULL), aggregated_resource(t));
+    }
+    for (size_t g = 0; g < json_object_array_length(items); g++) {
+        json_object *versions = fg_json_get(json_object_array_get_idx(items, g), "versions", NULL);
+        for (size_t v = 0; v < json_object_array_length(versions); v++)
+            json_object_array_sort(fg_json_get(json_object_array_get_idx(versions, v), "resources", NULL), by_resource);
     }
     json_object *list = json_object_new_object();
     fg_json_set_str(list, "kind", "APIGroupDiscoveryList");

@@ -69,30 +69,13 @@ static bool hex_decode(const char *s, char *out, size_t cap)
     return true;
 }
 
-static bool parse_limit(const char *s, long *out)
-{
-    *out = 0;
-    if (!s || !*s)
-        return true;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (*end || v < 0)
-        return false;
-    *out = v;
-    return true;
-}
-
 void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
-                   const struct evkeyvalq *query)
+                   const struct evkeyvalq *query, const struct fg__list_opts *opts)
 {
     struct fg__selector labels, fields;
-    long limit;
+    long limit = opts->limit;
     char start_key[MAX_KEY];
     const char *cont = fg__query_get(query, "continue");
-    if (!parse_limit(fg__query_get(query, "limit"), &limit)) {
-        fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "limit must be a non-negative integer");
-        return;
-    }
     uint64_t list_rv = srv->store.rv;
     const char *after_key = "";
     if (cont && *cont) {

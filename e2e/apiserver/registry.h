@@ -53,7 +53,7 @@ enum fg_err fg__registry_init_builtin(struct fg__registry *reg, char *errmsg) FG
 void fg__registry_cleanup(struct fg__registry *reg);
 /* Adds one row ({"group","version","plural","kind","namespaced","listKind"?,"definition"?,
  * "subresources"?: ["status", ...], "shortNames"?: ["po", ...], "singular"?, "categories"?: [...],
- * "columns"?: [{name, type, jsonPath | compute, priority?}], "nameColumn"?: bool, "schema"?: {...},
+ * "columns"?: [{name, type, jsonPath | compute, priority?, default?}], "nameColumn"?: bool, "schema"?: {...},
  * "crd"?: NAME}).
  * FG_E_INVAL when fields are missing or the plural already exists in that group/version. */
 enum fg_err fg__registry_add(struct fg__registry *reg, json_object *row, const struct fg__type **out,

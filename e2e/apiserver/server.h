@@ -128,9 +128,20 @@ void fg__delayed_flush(struct fg_apiserver *srv);
 void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
                      const struct evkeyvalq *query);
 
+/* list_opts.c: a collection GET's query parameters, parsed as kube-apiserver decodes ListOptions. */
+struct fg__list_opts {
+    bool watch;
+    bool allow_bookmarks;
+    bool send_initial_events;
+    long limit;     /* 0: no limit */
+    long timeout_s; /* 0: none */
+};
+/* Fills out; on a malformed integer replies 400 BadRequest naming the parameter and returns false. */
+bool fg__list_opts_parse(struct evhttp_request *req, const struct evkeyvalq *query, struct fg__list_opts *out);
+
 /* http_list.c */
 void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
-                   const struct evkeyvalq *query);
+                   const struct evkeyvalq *query, const struct fg__list_opts *opts);
 /* Parses labelSelector and fieldSelector; on failure replies 400 and returns false. */
 bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg__selector *labels,
                          struct fg__selector *fields);
@@ -150,10 +161,13 @@ json_object *fg__table_new(const struct fg__type *t);
 void fg__table_add_row(json_object *table, const struct fg__type *t, json_object *obj);
 /* Replies 200 with the table (borrowed) and the Table content type. */
 void fg__table_reply(struct evhttp_request *req, json_object *table);
+/* table_cells.c: the cell of a `compute` column (the column row, for its jsonPath), or NULL when
+ * `what` is unknown or the value is absent. */
+json_object *fg__table_cell_computed(const char *what, json_object *column, json_object *obj);
 
 /* watch.c */
 void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
-                     const struct evkeyvalq *query);
+                     const struct evkeyvalq *query, const struct fg__list_opts *opts);
 void fg__watch_on_event(void *srv, struct fg__event *ev, json_object *obj, json_object *old);
 /* Closes every watch connection abruptly; returns how many. */
 size_t fg__watch_drop_all(struct fg_apiserver *srv);

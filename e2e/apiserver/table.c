@@ -6,15 +6,14 @@
  * A Name column comes first (except for events, as kube-apiserver prints them). jsonPath cells
  * show the first match (all of them, joined by commas, for `[*]` paths), `date` cells are ages as
  * kubectl prints them ("5m", "3h10m"), missing values are null (kubectl shows <none>), and
- * `compute` names the few cells kube-apiserver's printers derive from several fields: a pod's
- * ready count and restarts, a node's status and roles, a workload's ready replicas, an event's
- * object, a webhook configuration's webhook count. Priority-1 columns are shown only by
+ * `compute` names a cell kube-apiserver's printers derive from several fields (table_cells.c). A
+ * column's `default` stands in for a missing value where kube's printer reads a Go field that is
+ * never absent (an integer status count prints 0, not <none>). Priority-1 columns are shown only by
  * `kubectl get -o wide`. Each row carries the object's metadata as a PartialObjectMetadata, from
  * which kubectl reads names and, with -A, namespaces.
  */
 #include "e2e/apiserver/server.h"
 
-#include <ctype.h>
 #include <event2/buffer.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,67 +97,6 @@ static json_object *age(const char *ts)
     return json_object_new_string(out);
 }
 
-static json_object *computed(const char *what, json_object *obj)
-{
-    char s[256];
-    if (!strcmp(what, "podReady")) {
-        json_object *cs = fg_json_get(obj, "status", "containerStatuses", NULL);
-        size_t ready = 0;
-        for (size_t i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++)
-            ready += json_object_get_boolean(fg_json_get(json_object_array_get_idx(cs, i), "ready", NULL));
-        json_object *containers = fg_json_get(obj, "spec", "containers", NULL);
-        size_t total = json_object_is_type(containers, json_type_array) ? json_object_array_length(containers) : 0;
-        snprintf(s, sizeof(s), "%zu/%zu", ready, total);
-    } else if (!strcmp(what, "podRestarts")) {
-        json_object *cs = fg_json_get(obj, "status", "containerStatuses", NULL);
-        int64_t total = 0;
-        for (size_t i = 0; json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
-            int64_t n = 0;
-            fg_json_get_int64(json_object_array_get_idx(cs, i), &n, "restartCount", NULL);
-            total += n;
-        }
-        return json_object_new_int64(total);
-    } else if (!strcmp(what, "nodeStatus")) {
-        json_object *ready = fg__jsonpath_eval(obj, ".status.conditions[?(@.type==\"Ready\")].status");
-        bool ok = fg_str_eq(json_object_get_string(json_object_array_get_idx(ready, 0)), "True");
-        json_object_put(ready);
-        snprintf(s, sizeof(s), "%s%s", ok ? "Ready" : "NotReady",
-                 json_object_get_boolean(fg_json_get(obj, "spec", "unschedulable", NULL)) ? ",SchedulingDisabled" : "");
-    } else if (!strcmp(what, "nodeRoles")) {
-        static const char prefix[] = "node-role.kubernetes.io/";
-        size_t at = 0;
-        s[0] = '\0';
-        json_object *labels = fg_json_get(obj, "metadata", "labels", NULL);
-        if (json_object_is_type(labels, json_type_object)) {
-            json_object_object_foreach(labels, key, val) {
-                (void)val;
-                if (fg_str_has_prefix(key, prefix) && at < sizeof(s))
-                    at += (size_t)snprintf(s + at, sizeof(s) - at, "%s%s", at ? "," : "", key + sizeof(prefix) - 1);
-            }
-        }
-        if (!at)
-            snprintf(s, sizeof(s), "<none>");
-    } else if (!strcmp(what, "replicasReady")) {
-        int64_t ready = 0, want = 0;
-        fg_json_get_int64(obj, &ready, "status", "readyReplicas", NULL);
-        fg_json_get_int64(obj, &want, "spec", "replicas", NULL);
-        snprintf(s, sizeof(s), "%lld/%lld", (long long)ready, (long long)want);
-    } else if (!strcmp(what, "involvedObject")) {
-        const char *kind = fg_json_get_str(obj, "involvedObject", "kind", NULL);
-        const char *name = fg_json_get_str(obj, "involvedObject", "name", NULL);
-        snprintf(s, sizeof(s), "%s/%s", kind ? kind : "", name ? name : "");
-        for (char *c = s; *c && *c != '/'; c++)
-            *c = (char)tolower((unsigned char)*c);
-    } else if (!strcmp(what, "webhookCount")) {
-        json_object *hooks = fg_json_get(obj, "webhooks", NULL);
-        return json_object_new_int64(json_object_is_type(hooks, json_type_array) ?
-                                     (int64_t)json_object_array_length(hooks) : 0);
-    } else {
-        return NULL;
-    }
-    return json_object_new_string(s);
-}
-
 /* A cell from a jsonPath column. */
 static json_object *path_cell(json_object *obj, const char *path, const char *type)
 {
@@ -194,7 +132,11 @@ void fg__table_add_row(json_object *table, const struct fg__type *t, json_object
         const char *compute = fg_json_get_str(c, "compute", NULL);
         const char *path = fg_json_get_str(c, "jsonPath", NULL);
         const char *type = fg_json_get_str(c, "type", NULL);
-        json_object *cell = compute ? computed(compute, obj) : path ? path_cell(obj, path, type ? type : "") : NULL;
+        json_object *cell = compute ? fg__table_cell_computed(compute, c, obj)
+                            : path ? path_cell(obj, path, type ? type : "") : NULL;
+        json_object *dflt = NULL;
+        if (!cell && json_object_object_get_ex(c, "default", &dflt))
+            cell = json_object_get(dflt);
         json_object_array_add(cells, cell);
     }
     json_object *row = json_object_new_object();

@@ -30,7 +30,6 @@
 #include "e2e/apiserver/status.h"
 
 #define MAX_BACKLOG (64u << 20)
-#define MAX_TIMEOUT_S (24 * 3600L)
 
 static void unlink_watcher(struct fg_apiserver *srv, struct fg__watcher *w)
 {
@@ -255,19 +254,12 @@ static void send_initial(struct fg__watcher *w)
     free(nsprefix);
 }
 
-static bool flag(const struct evkeyvalq *q, const char *key)
-{
-    const char *v = fg__query_get(q, key);
-    return v && (!strcmp(v, "true") || !strcmp(v, "1"));
-}
-
-/* Parses resourceVersion and timeoutSeconds; replies 400 and returns false when malformed. */
-static bool parse_params(struct evhttp_request *req, const struct evkeyvalq *q, uint64_t *rv, long *timeout_s)
+/* Parses resourceVersion; replies 400 and returns false when malformed. */
+static bool parse_rv(struct evhttp_request *req, const struct evkeyvalq *q, uint64_t *rv)
 {
     const char *s = fg__query_get(q, "resourceVersion");
     char *end = NULL;
     *rv = 0;
-    *timeout_s = 0;
     if (s && *s) {
         *rv = strtoull(s, &end, 10);
         if (*end || *s == '-') {
@@ -275,24 +267,16 @@ static bool parse_params(struct evhttp_request *req, const struct evkeyvalq *q, 
             return false;
         }
     }
-    s = fg__query_get(q, "timeoutSeconds");
-    if (s && *s) {
-        *timeout_s = strtol(s, &end, 10);
-        if (*end || *timeout_s < 0 || *timeout_s > MAX_TIMEOUT_S) {
-            fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "invalid timeoutSeconds \"%s\"", s);
-            return false;
-        }
-    }
     return true;
 }
 
 void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
-                     const struct evkeyvalq *query)
+                     const struct evkeyvalq *query, const struct fg__list_opts *opts)
 {
     uint64_t rv;
-    long timeout_s;
+    long timeout_s = opts->timeout_s;
     struct fg__selector labels, fields;
-    if (!parse_params(req, query, &rv, &timeout_s) || !fg__parse_selectors(req, query, &labels, &fields))
+    if (!parse_rv(req, query, &rv) || !fg__parse_selectors(req, query, &labels, &fields))
         return;
     struct fg__watcher *w = fg_calloc(1, sizeof(*w));
     w->srv = srv;
@@ -317,7 +301,7 @@ void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const
 
     /* sendInitialEvents (with resourceVersionMatch=NotOlderThan) streams the current state whatever
      * the RV, as a list would; otherwise RV 0 means "current state", RV N "changes after N". */
-    bool initial_events = flag(query, "sendInitialEvents");
+    bool initial_events = opts->send_initial_events;
     if (rv && !initial_events && rv < srv->store.floor) {
         send_expired(w, rv);
         finish(w);
@@ -339,7 +323,7 @@ void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const
         w->timeout_ev = evtimer_new(srv->base, on_timeout, w);
         evtimer_add(w->timeout_ev, &tv);
     }
-    if (flag(query, "allowWatchBookmarks")) {
+    if (opts->allow_bookmarks) {
         struct timeval tv = { srv->bookmark_ms / 1000, (srv->bookmark_ms % 1000) * 1000 };
         w->bookmark_ev = event_new(srv->base, -1, EV_PERSIST, on_bookmark, w);
         evtimer_add(w->bookmark_ev, &tv);

@@ -33,13 +33,10 @@
 #include "base/mem.h"
 #include "crds/builtin.h"
 #include "e2e/apiserver/apiserver.h"
-#include "e2e/operator/kubectl.h"
+#include "e2e/operator/kubectl_env.h"
 
 static struct {
-    struct fg_apiserver *server;
-    char dir[64];
-    char kubeconfig[128];
-    struct fg_kubectl k;
+    struct fg_kubectl_env env;
     pid_t operator_pid;
 } e;
 
@@ -49,21 +46,21 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-#define kubectl(out, stdin_text, ...) fg_kubectl_run(&e.k, out, stdin_text, __VA_ARGS__)
+#define kubectl(out, stdin_text, ...) fg_kubectl_run(&e.env.k, out, stdin_text, __VA_ARGS__)
 
 static void operator_start(void)
 {
     char bin[512];
     snprintf(bin, sizeof bin, "%s/fracgpu", getenv("FG_BIN_DIR"));
     char log[160];
-    snprintf(log, sizeof log, "%s/operator.log", e.dir);
+    snprintf(log, sizeof log, "%s/operator.log", e.env.dir);
     e.operator_pid = fork();
     assert_true(e.operator_pid >= 0);
     if (e.operator_pid == 0) {
         int o = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         dup2(o, 1);
         dup2(o, 2);
-        execl(bin, bin, "operator", "--kubeconfig", e.kubeconfig, "--listen", "127.0.0.1:0", (char *)NULL);
+        execl(bin, bin, "operator", "--kubeconfig", e.env.kubeconfig, "--listen", "127.0.0.1:0", (char *)NULL);
         _exit(127);
     }
 }
@@ -127,14 +124,8 @@ static int setup(void **state)
 {
     (void)state;
     fg_log_set_level(FG_LOG_WARN);
-    snprintf(e.dir, sizeof e.dir, "/tmp/fg-e2e-operator-XXXXXX");
-    assert_non_null(mkdtemp(e.dir));
-    snprintf(e.kubeconfig, sizeof e.kubeconfig, "%s/kubeconfig", e.dir);
-    fg_kubectl_init(&e.k, e.dir, e.kubeconfig);
-    struct fg_apiserver_opts opts = { 0 };
     char msg[FG_ERRMSG_MAX] = "";
-    if (fg_apiserver_new(&opts, &e.server, msg) != FG_OK || fg_apiserver_start(e.server, msg) != FG_OK ||
-        fg_apiserver_write_kubeconfig(e.server, e.kubeconfig, msg) != FG_OK)
+    if (fg_kubectl_env_start(&e.env, "fg-e2e-operator", msg) != FG_OK)
         fail_msg("test API server: %s", msg);
     return 0;
 }
@@ -146,10 +137,7 @@ static int teardown(void **state)
         kill(e.operator_pid, SIGKILL);
         waitpid(e.operator_pid, NULL, 0);
     }
-    fg_apiserver_free(e.server);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", e.dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return fg_kubectl_env_stop(&e.env);
 }
 
 static void test_operator_with_kubectl(void **state)

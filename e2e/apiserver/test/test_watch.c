@@ -1,5 +1,6 @@
 /* Watch semantics against an in-process server: initial state, history replay, 410 on expired
- * resourceVersions, bookmarks, timeouts, initial-events-end, selector transitions and fan-out. */
+ * resourceVersions, bookmarks, timeouts, initial-events-end, selector transitions, fan-out, and the
+ * query parameters parsed as kube-apiserver parses them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -242,6 +243,77 @@ static void fan_out_identical_streams(void **state)
         tc_watch_stop(&w[i]);
 }
 
+/* Opens a watch on w6's pods with these query parameters and expects the existing pod as ADDED. */
+static void expect_watch_opens(const char *params)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/w6/pods?%s", params);
+    struct tc_watch w;
+    tc_watch_start(&w, BASE, path, 20000);
+    expect_and_put(&w, "ADDED", "b");
+    tc_watch_stop(&w);
+    assert_true(tc_wait_watchers(BASE, 0));
+}
+
+/* A plain list, not a watch: 200 with a PodList. */
+static void expect_list(const char *params)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/w6/pods?%s", params);
+    struct tc_reply r;
+    assert_int_equal(tc_request(BASE, "GET", path, NULL, NULL, &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    assert_string_equal(fg_json_get_str(r.json, "kind", NULL), "PodList");
+    tc_reply_cleanup(&r);
+}
+
+/* kube-apiserver's query booleans: absent, "0" and "false" in any case are false, every other value
+ * true (it never refuses one); integers follow strconv.ParseInt and garbage is 400 naming both. */
+static void query_booleans_and_integers(void **state)
+{
+    (void)state;
+    make_ns("w6");
+    tc_create(BASE, "/api/v1/namespaces/w6/pods", "{\"metadata\":{\"name\":\"b\"}}");
+    expect_watch_opens("watch=True");
+    expect_watch_opens("watch=1");
+    expect_watch_opens("watch=TRUE");
+    expect_watch_opens("watch=t");
+    expect_watch_opens("watch=yes");
+    expect_list("watch=false");
+    expect_list("watch=FALSE");
+    expect_list("watch=False");
+    expect_list("watch=0");
+    expect_list("limit=%2B2");
+
+    struct tc_watch w;
+    tc_watch_start(&w, BASE, "/api/v1/namespaces/w6/pods?watch=1&allowWatchBookmarks=T&resourceVersion=0", 20000);
+    expect_and_put(&w, "ADDED", "b");
+    json_object_put(expect_event(&w, "BOOKMARK", NULL));
+    tc_watch_stop(&w);
+    assert_true(tc_wait_watchers(BASE, 0));
+
+    const char *const bad[][2] = {
+        { "limit=abc", "invalid limit \"abc\"" },
+        { "limit=", "invalid limit \"\"" },
+        { "limit=5x", "invalid limit \"5x\"" },
+        { "limit=%205", "invalid limit \" 5\"" },
+        { "limit=99999999999999999999", "invalid limit \"99999999999999999999\"" },
+        { "limit=-1", "invalid limit \"-1\"" },
+        { "timeoutSeconds=soon", "invalid timeoutSeconds \"soon\"" },
+        { "watch=true&limit=abc", "invalid limit \"abc\"" },
+        { "watch=true&timeoutSeconds=1.5", "invalid timeoutSeconds \"1.5\"" },
+        { "watch=true&timeoutSeconds=-1", "invalid timeoutSeconds \"-1\"" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char path[256];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/w6/pods?%s", bad[i][0]);
+        tc_expect_status(BASE, "GET", path, NULL, NULL, 400, "BadRequest", bad[i][1]);
+    }
+    /* nothing was opened or lost */
+    assert_true(tc_wait_watchers(BASE, 0));
+    expect_list("limit=1");
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
@@ -253,6 +325,7 @@ int main(void)
         cmocka_unit_test(initial_events_end_bookmark),
         cmocka_unit_test(selector_transitions),
         cmocka_unit_test(fan_out_identical_streams),
+        cmocka_unit_test(query_booleans_and_integers),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();

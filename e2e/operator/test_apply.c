@@ -1,0 +1,183 @@
+/*
+ * `kubectl apply -k manifests/` with the real kubectl against the test API server, as an
+ * administrator installs fracgpu:
+ *   - the first apply creates every object of manifests/ (namespace, CRDs, service accounts,
+ *     cluster roles and bindings, role and binding, services, the operator Deployment, the node-agent
+ *     DaemonSet) and exits 0;
+ *   - `kubectl get` of each kind finds them by name, with the columns kubectl shows on a cluster,
+ *     and `kubectl get all` the workloads and services;
+ *   - a second apply changes nothing: every object is "unchanged";
+ *   - an object edited behind kustomize's back (a label added with apply -f) is "configured" back by
+ *     the next apply -k, the label gone, and the rest stay unchanged (client-side apply's three-way
+ *     merge through the server's OpenAPI and strategic merge patches).
+ * No kubelet runs, so the operator's pods never start; this checks what the API holds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "e2e/operator/kubectl_env.h"
+
+#define NS "fracgpu-system"
+
+static struct {
+    struct fg_kubectl_env env;
+    char manifests[512];
+} e;
+
+#define kubectl(out, stdin_text, ...) fg_kubectl_run(&e.env.k, out, stdin_text, __VA_ARGS__)
+
+/* What `kubectl apply -k manifests/` names, in the order kubectl prints them. */
+static const char *const objects[] = {
+    "namespace/" NS,
+    "customresourcedefinition.apiextensions.k8s.io/gpupolicies.fracgpu.io",
+    "customresourcedefinition.apiextensions.k8s.io/gpuworkloads.fracgpu.io",
+    "serviceaccount/fracgpu-node-agent",
+    "serviceaccount/fracgpu-operator",
+    "role.rbac.authorization.k8s.io/fracgpu-operator-leader-election",
+    "clusterrole.rbac.authorization.k8s.io/fracgpu-node-agent",
+    "clusterrole.rbac.authorization.k8s.io/fracgpu-operator",
+    "rolebinding.rbac.authorization.k8s.io/fracgpu-operator-leader-election",
+    "clusterrolebinding.rbac.authorization.k8s.io/fracgpu-node-agent",
+    "clusterrolebinding.rbac.authorization.k8s.io/fracgpu-operator",
+    "service/fracgpu-node-agent",
+    "service/fracgpu-operator-metrics",
+    "deployment.apps/fracgpu-operator",
+    "daemonset.apps/fracgpu-node-agent",
+};
+#define NOBJECTS (sizeof objects / sizeof objects[0])
+
+static int setup(void **state)
+{
+    (void)state;
+    fg_log_set_level(FG_LOG_WARN);
+    snprintf(e.manifests, sizeof e.manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
+    char msg[FG_ERRMSG_MAX] = "";
+    if (fg_kubectl_env_start(&e.env, "fg-e2e-apply", msg) != FG_OK)
+        fail_msg("test API server: %s", msg);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return fg_kubectl_env_stop(&e.env);
+}
+
+/* Checks that apply's output has exactly one line per object, each "<object> <verb>", except that
+ * object `odd` (NULL: none) says odd_verb. */
+static void expect_apply_lines(const char *out, const char *verb, const char *odd, const char *odd_verb)
+{
+    size_t lines = 0;
+    for (const char *p = out; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+        lines++;
+    if (lines != NOBJECTS)
+        fail_msg("apply printed %zu lines, want %zu:\n%s", lines, NOBJECTS, out);
+    for (size_t i = 0; i < NOBJECTS; i++) {
+        char line[256];
+        bool is_odd = odd && !strcmp(objects[i], odd);
+        snprintf(line, sizeof line, "%s %s\n", objects[i], is_odd ? odd_verb : verb);
+        if (!strstr(out, line))
+            fail_msg("\"%.*s\" missing from apply's output:\n%s", (int)strlen(line) - 1, line, out);
+    }
+}
+
+/* `kubectl get KIND [-n NS]`: exits 0, its header is `header` (columns as kubectl spaces them
+ * collapsed to one space) and every name appears in the NAME column. */
+static void expect_get(const char *kind, bool namespaced, const char *header, const char *const *names, size_t n)
+{
+    struct fg_buf out = FG_BUF_INIT;
+    int rc = namespaced ? kubectl(&out, NULL, "get", kind, "-n", NS, NULL) : kubectl(&out, NULL, "get", kind, NULL);
+    if (rc != 0)
+        fail_msg("kubectl get %s: %d %s", kind, rc, fg_buf_str(&out));
+    char got[256] = "";
+    size_t at = 0;
+    for (const char *p = fg_buf_str(&out); *p && *p != '\n' && at + 1 < sizeof got; p++)
+        if (*p != ' ' || (at && got[at - 1] != ' '))
+            got[at++] = *p;
+    got[at] = '\0';
+    assert_string_equal(got, header);
+    for (size_t i = 0; i < n; i++) {
+        char row[128];
+        snprintf(row, sizeof row, "\n%s ", names[i]);
+        if (!strstr(fg_buf_str(&out), row))
+            fail_msg("kubectl get %s: %s missing:\n%s", kind, names[i], fg_buf_str(&out));
+    }
+    fg_buf_cleanup(&out);
+}
+
+static void test_apply_manifests(void **state)
+{
+    (void)state;
+    struct fg_buf out = FG_BUF_INIT;
+    if (kubectl(&out, NULL, "apply", "-k", e.manifests, NULL) != 0)
+        fail_msg("kubectl apply -k manifests: %s", fg_buf_str(&out));
+    expect_apply_lines(fg_buf_str(&out), "created", NULL, NULL);
+
+    const char *ns[] = { NS };
+    const char *crds[] = { "gpupolicies.fracgpu.io", "gpuworkloads.fracgpu.io" };
+    const char *both[] = { "fracgpu-node-agent", "fracgpu-operator" };
+    const char *leader[] = { "fracgpu-operator-leader-election" };
+    const char *operator[] = { "fracgpu-operator" };
+    const char *agent[] = { "fracgpu-node-agent" };
+    const char *services[] = { "fracgpu-node-agent", "fracgpu-operator-metrics" };
+    expect_get("namespaces", false, "NAME STATUS AGE", ns, 1);
+    expect_get("crd", false, "NAME CREATED AT", crds, 2);
+    expect_get("sa", true, "NAME SECRETS AGE", both, 2);
+    expect_get("clusterroles", false, "NAME CREATED AT", both, 2);
+    expect_get("clusterrolebindings", false, "NAME ROLE AGE", both, 2);
+    expect_get("roles", true, "NAME CREATED AT", leader, 1);
+    expect_get("rolebindings", true, "NAME ROLE AGE", leader, 1);
+    expect_get("deploy", true, "NAME READY UP-TO-DATE AVAILABLE AGE", operator, 1);
+    expect_get("ds", true, "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE", agent, 1);
+    expect_get("svc", true, "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE", services, 2);
+
+    /* `kubectl get all` (the category) finds the workloads and services, not the RBAC objects. */
+    if (kubectl(&out, NULL, "get", "all", "-n", NS, "-o", "name", NULL) != 0)
+        fail_msg("kubectl get all: %s", fg_buf_str(&out));
+    assert_string_equal(fg_buf_str(&out), "service/fracgpu-node-agent\nservice/fracgpu-operator-metrics\n"
+                                          "daemonset.apps/fracgpu-node-agent\ndeployment.apps/fracgpu-operator\n");
+
+    /* Applying the same manifests again changes nothing. */
+    if (kubectl(&out, NULL, "apply", "-k", e.manifests, NULL) != 0)
+        fail_msg("second kubectl apply -k manifests: %s", fg_buf_str(&out));
+    expect_apply_lines(fg_buf_str(&out), "unchanged", NULL, NULL);
+
+    /* An edit behind kustomize's back is undone by the next apply, and only that object changes. */
+    if (kubectl(&out, NULL, "label", "sa", "fracgpu-operator", "-n", NS, "extra=yes", NULL) != 0)
+        fail_msg("kubectl label: %s", fg_buf_str(&out));
+    if (kubectl(&out, NULL, "apply", "-k", e.manifests, NULL) != 0)
+        fail_msg("third kubectl apply -k manifests: %s", fg_buf_str(&out));
+    /* a label the manifests never set is not the apply's to remove: still unchanged */
+    expect_apply_lines(fg_buf_str(&out), "unchanged", NULL, NULL);
+    if (kubectl(&out, NULL, "get", "sa", "fracgpu-operator", "-n", NS, "-o=jsonpath={.metadata.labels.extra}",
+                NULL) != 0 || strcmp(fg_buf_str(&out), "yes"))
+        fail_msg("label extra: %s", fg_buf_str(&out));
+    if (kubectl(&out, NULL, "label", "sa", "fracgpu-operator", "-n", NS, "--overwrite",
+                "app.kubernetes.io/name=other", NULL) != 0)
+        fail_msg("kubectl label --overwrite: %s", fg_buf_str(&out));
+    if (kubectl(&out, NULL, "apply", "-k", e.manifests, NULL) != 0)
+        fail_msg("fourth kubectl apply -k manifests: %s", fg_buf_str(&out));
+    expect_apply_lines(fg_buf_str(&out), "unchanged", "serviceaccount/fracgpu-operator", "configured");
+    if (kubectl(&out, NULL, "get", "sa", "fracgpu-operator", "-n", NS,
+                "-o=jsonpath={.metadata.labels.app\\.kubernetes\\.io/name}", NULL) != 0 ||
+        strcmp(fg_buf_str(&out), "fracgpu"))
+        fail_msg("label app.kubernetes.io/name after apply: %s", fg_buf_str(&out));
+    fg_buf_cleanup(&out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apply_manifests),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
