@@ -3,8 +3,8 @@
  *
  * Files: server.c (lifecycle, listener, restart, threads), tls.c (--tls certificate and connections),
  * http.c (request entry, token check, routing, reply helpers, fault rules and latency),
- * http_objects.c (GET/POST/PUT/PATCH/DELETE of objects), http_list.c (LIST, paging),
- * http_discovery.c (aggregated and legacy discovery), openapi.c (OpenAPI v3), table.c (Tables),
+ * http_objects.c (GET/POST/PUT/PATCH/DELETE of objects), protobuf.c (protobuf request bodies, protobuf.h),
+ * http_list.c (LIST, paging), http_discovery.c (aggregated and legacy discovery), openapi.c (OpenAPI v3), table.c (Tables),
  * watch.c (watch streams and the event fan-out), admin.c (the /fracgpu-test/ control paths), state.c
  * (state files). Admission (CRDs, schemas, webhooks) sits below, in admit.h. Nothing outside
  * e2e/apiserver includes this header. Everything here runs on the loop thread.
