@@ -303,11 +303,16 @@ static void deployment_with_pod_template(void **state)
     json_object_put(got);
 }
 
-static void job_with_command(void **state)
+/* The body `kubectl create job j --image=busybox -- echo hi` sends, with a label. Caller frees. */
+static uint8_t *job_body(size_t *len)
 {
-    (void)state;
+    FgKube__ObjectMeta__LabelsEntry app = FG_KUBE__OBJECT_META__LABELS_ENTRY__INIT, *labels[] = { &app };
+    app.key = "app";
+    app.value = "j";
     FgKube__ObjectMeta meta = FG_KUBE__OBJECT_META__INIT;
     meta.name = "j";
+    meta.n_labels = 1;
+    meta.labels = labels;
     char *command[] = { "echo", "hi" };
     FgKube__Container c = FG_KUBE__CONTAINER__INIT, *containers[] = { &c };
     c.name = "j";
@@ -327,8 +332,14 @@ static void job_with_command(void **state)
     FgKube__Job job = FG_KUBE__JOB__INIT;
     job.metadata = &meta;
     job.spec = &spec;
+    return body_of("batch/v1", "Job", &job.base, len);
+}
+
+static void job_with_command(void **state)
+{
+    (void)state;
     size_t len;
-    uint8_t *body = body_of("batch/v1", "Job", &job.base, &len);
+    uint8_t *body = job_body(&len);
     assert_int_equal(send_pb("POST", "/apis/batch/v1/namespaces/default/jobs", body, len, NULL), 201);
     free(body);
     json_object *got = tc_get_json(BASE, "/apis/batch/v1/namespaces/default/jobs/j");
@@ -526,31 +537,8 @@ static void random_garbage_over_http(void **state)
 static void mutated_bodies_decode_or_fail_cleanly(void **state)
 {
     (void)state;
-    FgKube__ObjectMeta__LabelsEntry app = FG_KUBE__OBJECT_META__LABELS_ENTRY__INIT, *labels[] = { &app };
-    app.key = "app";
-    app.value = "web";
-    FgKube__ObjectMeta meta = FG_KUBE__OBJECT_META__INIT;
-    meta.name = "web";
-    meta.n_labels = 1;
-    meta.labels = labels;
-    char *command[] = { "echo", "hi" };
-    FgKube__Container c = FG_KUBE__CONTAINER__INIT, *containers[] = { &c };
-    c.name = "j";
-    c.image = "busybox";
-    c.n_command = 2;
-    c.command = command;
-    FgKube__PodSpec pod = FG_KUBE__POD_SPEC__INIT;
-    pod.n_containers = 1;
-    pod.containers = containers;
-    FgKube__PodTemplateSpec tmpl = FG_KUBE__POD_TEMPLATE_SPEC__INIT;
-    tmpl.spec = &pod;
-    FgKube__JobSpec spec = FG_KUBE__JOB_SPEC__INIT;
-    spec.template_ = &tmpl;
-    FgKube__Job job = FG_KUBE__JOB__INIT;
-    job.metadata = &meta;
-    job.spec = &spec;
     size_t len;
-    uint8_t *body = body_of("batch/v1", "Job", &job.base, &len);
+    uint8_t *body = job_body(&len);
     uint8_t *copy = fg_malloc(len);
     srand(11);
     size_t decoded = 0, refused = 0;
