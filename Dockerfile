@@ -6,6 +6,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake pkg-config \
       libcurl4-openssl-dev libjson-c-dev libyaml-dev libssl-dev libevent-dev libcmocka-dev coinor-libclp-dev \
+      libprotobuf-c-dev protobuf-c-compiler \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

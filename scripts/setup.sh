@@ -11,6 +11,8 @@ packages=(
   libssl-dev             # TLS, certificates
   libevent-dev           # event loop, HTTP server, OpenSSL bufferevents
   libcmocka-dev          # unit tests
+  libprotobuf-c-dev      # the test API server decodes kubectl's protobuf bodies
+  protobuf-c-compiler    # protoc-c generates that decoder's C at build time
   coinor-libclp-dev      # COIN-OR Clp: the linear program behind the scheduler's prices
   openssl                # certificate tooling used by e2e tests
   xz-utils               # the build decompresses the traces in data/

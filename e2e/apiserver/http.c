@@ -20,6 +20,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/protobuf.h"
 #include "e2e/apiserver/status.h"
 
 #define VERSION_JSON                                                                                   \
@@ -72,24 +73,49 @@ const char *fg__query_get(const struct evkeyvalq *q, const char *key)
     return evhttp_find_header(q, key);
 }
 
+/* The body's bytes (borrowed from the request), or 413 replied when it is over the limit. */
+static enum fg_err body_bytes(struct fg_apiserver *srv, struct evhttp_request *req, const char **data, size_t *len)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    *len = evbuffer_get_length(in);
+    if (*len > srv->max_body) {
+        fg__reply_error(req, FG_E_TOO_BIG, "Request entity too large: limit is %zu bytes, body has %zu",
+                        srv->max_body, *len);
+        return FG_E_TOO_BIG;
+    }
+    *data = *len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)*len) : "";
+    return FG_OK;
+}
+
 enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, json_object **out)
 {
     *out = NULL;
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    if (len > srv->max_body) {
-        fg__reply_error(req, FG_E_TOO_BIG, "Request entity too large: limit is %zu bytes, body has %zu",
-                        srv->max_body, len);
+    const char *data;
+    size_t len;
+    if (body_bytes(srv, req, &data, &len))
         return FG_E_TOO_BIG;
-    }
     char msg[FG_ERRMSG_MAX];
-    const char *data = len ? (const char *)evbuffer_pullup(in, (ev_ssize_t)len) : "";
     enum fg_err err = fg_json_parse(data, len, srv->max_body, out, msg);
     if (err) {
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "the body of the request could not be decoded: %s", msg);
         return FG_E_KUBE_BAD_REQUEST;
     }
     return FG_OK;
+}
+
+enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
+                                   json_object **out)
+{
+    *out = NULL;
+    const char *data;
+    size_t len;
+    if (body_bytes(srv, req, &data, &len))
+        return FG_E_TOO_BIG;
+    char msg[FG_ERRMSG_MAX];
+    enum fg_err err = fg__protobuf_decode(t->group, t->version, t->kind, (const uint8_t *)data, len, out, msg);
+    if (err)
+        fg__reply_error(req, err, "%s", msg);
+    return err;
 }
 
 /* Splits path into at most max non-empty segments; returns the count, or max + 1 when there are more. */

@@ -14,7 +14,15 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/apiserver/admit.h"
+#include "e2e/apiserver/protobuf.h"
 #include "e2e/apiserver/status.h"
+
+/* Does the Content-Type name this media type (parameters ignored)? */
+static bool media_is(const char *ct, const char *type)
+{
+    size_t len = strcspn(ct, "; ");
+    return strlen(type) == len && !strncasecmp(ct, type, len);
+}
 
 /* The patch kind named by a Content-Type, ignoring parameters; false when unsupported. */
 static bool patch_kind(const char *content_type, enum fg__patch_kind *out)
@@ -26,9 +34,8 @@ static bool patch_kind(const char *content_type, enum fg__patch_kind *out)
     };
     if (!content_type)
         return false;
-    size_t len = strcspn(content_type, "; ");
     for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++) {
-        if (strlen(kinds[i].type) == len && !strncasecmp(content_type, kinds[i].type, len)) {
+        if (media_is(content_type, kinds[i].type)) {
             *out = kinds[i].kind;
             return true;
         }
@@ -36,17 +43,30 @@ static bool patch_kind(const char *content_type, enum fg__patch_kind *out)
     return false;
 }
 
-/* Bodies of POST and PUT must be JSON; kube-apiserver's other encodings (protobuf, CBOR, YAML) are not
+/* Bodies of subresource POSTs must be JSON; kube-apiserver's other encodings (CBOR, YAML) are not
  * served. Replies 415 and returns false otherwise. */
 static bool json_body(struct evhttp_request *req)
 {
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-    size_t len = ct ? strcspn(ct, "; ") : 0;
-    if (!ct || !len || (len == 16 && !strncasecmp(ct, "application/json", 16)) || (len == 3 && !strncmp(ct, "*/*", 3)))
+    if (!ct || !strcspn(ct, "; ") || media_is(ct, "application/json") || media_is(ct, "*/*"))
         return true;
     fg__reply_error(req, FG_E_KUBE_UNSUPPORTED_MEDIA, "the body of the request was in an unknown format - accepted "
-                    "media types include: application/json (got %s)", ct);
+                    "media types include: application/json, " FG__PROTOBUF_MEDIA_TYPE " (got %s)", ct);
     return false;
+}
+
+/* Reads the body of a POST or PUT of an object: JSON, or protobuf (protobuf.h) for the kinds kubectl's
+ * generators send. FG_OK with *out, else an error already replied. */
+static enum fg_err read_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
+                               json_object **out)
+{
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    *out = NULL;
+    if (ct && media_is(ct, FG__PROTOBUF_MEDIA_TYPE))
+        return fg__read_protobuf_body(srv, req, t, out);
+    if (!json_body(req))
+        return FG_E_KUBE_UNSUPPORTED_MEDIA;
+    return fg__read_body(srv, req, out);
 }
 
 /* Replies with the write's result; a committed write to a CRD first brings the registry in line. */
@@ -152,12 +172,12 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         err = fg__store_patch(&srv->store, r->type, r->ns, r->name, scope, kind, body, &out);
         reply_result(srv, req, r, err, out, 200);
     } else if (cmd == EVHTTP_REQ_POST && !r->name) {
-        if (!json_body(req) || fg__read_body(srv, req, &body))
+        if (read_object(srv, req, r->type, &body))
             return;
         err = fg__store_create(&srv->store, r->type, r->ns, body, &out);
         reply_result(srv, req, r, err, out, 201);
     } else if (cmd == EVHTTP_REQ_PUT) {
-        if (!json_body(req) || fg__read_body(srv, req, &body))
+        if (read_object(srv, req, r->type, &body))
             return;
         err = fg__store_update(&srv->store, r->type, r->ns, r->name, scope, body, &out);
         reply_result(srv, req, r, err, out, 200);

@@ -3,8 +3,8 @@
  *
  * Files: server.c (lifecycle, listener, restart, threads), tls.c (--tls certificate and connections),
  * http.c (request entry, token check, routing, reply helpers, fault rules and latency),
- * http_objects.c (GET/POST/PUT/PATCH/DELETE of objects), http_list.c (LIST, paging),
- * http_discovery.c (aggregated and legacy discovery), openapi.c (OpenAPI v3), table.c (Tables),
+ * http_objects.c (GET/POST/PUT/PATCH/DELETE of objects), protobuf.c (protobuf request bodies, protobuf.h),
+ * http_list.c (LIST, paging), http_discovery.c (aggregated and legacy discovery), openapi.c (OpenAPI v3), table.c (Tables),
  * watch.c (watch streams and the event fan-out), admin.c (the /fracgpu-test/ control paths), state.c
  * (state files). Admission (CRDs, schemas, webhooks) sits below, in admit.h. Nothing outside
  * e2e/apiserver includes this header. Everything here runs on the loop thread.
@@ -121,6 +121,9 @@ void fg__reply_error(struct evhttp_request *req, enum fg_err err, const char *fm
 const char *fg__query_get(const struct evkeyvalq *q, const char *key);
 /* Reads and parses the body: FG_OK with *out, else an error already replied. */
 enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, json_object **out) FG_MUST_USE;
+/* The same for a protobuf body (protobuf.h) sent to a resource of type t. */
+enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
+                                   json_object **out) FG_MUST_USE;
 /* Drops the requests waiting out injected latency, before their connections are closed. */
 void fg__delayed_flush(struct fg_apiserver *srv);
 

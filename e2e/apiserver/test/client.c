@@ -54,6 +54,12 @@ CURLcode tc_request(const char *base, const char *method, const char *path, cons
 CURLcode tc_request_with(const char *base, const char *method, const char *path, const char *content_type,
                          const char *header, const char *body, struct tc_reply *out)
 {
+    return tc_request_bytes(base, method, path, content_type, header, body, body ? strlen(body) : 0, out);
+}
+
+CURLcode tc_request_bytes(const char *base, const char *method, const char *path, const char *content_type,
+                          const char *header, const void *body, size_t len, struct tc_reply *out)
+{
     memset(out, 0, sizeof(*out));
     CURL *h = curl_easy_init();
     char *url = fg_asprintf("%s%s", base, path);
@@ -75,7 +81,7 @@ CURLcode tc_request_with(const char *base, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     if (body) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
     }
     CURLcode rc = curl_easy_perform(h);
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->code);

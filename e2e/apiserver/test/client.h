@@ -32,6 +32,9 @@ CURLcode tc_request(const char *base, const char *method, const char *path, cons
 /* tc_request with one more request header ("Accept: ...", "Authorization: ..."), or none when NULL. */
 CURLcode tc_request_with(const char *base, const char *method, const char *path, const char *content_type,
                          const char *header, const char *body, struct tc_reply *out);
+/* tc_request_with for a body of len bytes that may hold NULs (protobuf); none when body is NULL. */
+CURLcode tc_request_bytes(const char *base, const char *method, const char *path, const char *content_type,
+                          const char *header, const void *body, size_t len, struct tc_reply *out);
 void tc_reply_cleanup(struct tc_reply *r);
 /* Reason field of a Status reply, or "". */
 const char *tc_reason(const struct tc_reply *r);
