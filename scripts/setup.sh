@@ -17,6 +17,7 @@ packages=(
   openssl                # certificate tooling used by e2e tests
   xz-utils               # the build decompresses the traces in data/
   prometheus             # promtool and a real Prometheus for e2e
+  python3-kubernetes     # the official Python client, a second real client of the test API server
 )
 
 missing=()
