@@ -13,7 +13,9 @@ Pod; list pods by label selector; a watch from the list's resourceVersion that m
 ADDED, MODIFIED (after a strategic merge patch) and DELETED events in that order; a merge patch of
 the ConfigMap; a replace with a stale resourceVersion (409); get after delete (404); then the fracgpu
 CRDs from crds/*.yaml created through ApiextensionsV1Api and a GPUPolicy created, listed, patched
-and deleted through CustomObjectsApi.
+and deleted through CustomObjectsApi. Around that: paging with limit/continue, field selectors, a
+JSON patch, a delete precondition, the pod /status subresource, a watch that replays history, one
+that gets a BOOKMARK, and one from a compacted resourceVersion that ends in 410.
 
 Every wait is bounded: the server's start, each request (_request_timeout), the watch
 (timeout_seconds and a thread join). The server is always stopped with SIGTERM, and killed if it
@@ -187,6 +189,87 @@ def core_scenario(api_client):
                   v1.read_namespaced_config_map, "settings", ns, _request_timeout=t)
 
 
+def history_scenario(api_client):
+    """Paging, field selectors, JSON patch, preconditions, /status, and watches from history."""
+    v1 = client.CoreV1Api(api_client)
+    t = REQUEST_TIMEOUT_S
+    ns = "pyhistory"
+
+    v1.create_namespace({"metadata": {"name": ns}}, _request_timeout=t)
+    rv0 = v1.list_namespaced_config_map(ns, _request_timeout=t).metadata.resource_version
+    for i in range(5):
+        v1.create_namespaced_config_map(ns, {"metadata": {"name": "c%d" % i, "labels": {"n": str(i)}},
+                                             "data": {"i": str(i)}}, _request_timeout=t)
+    expect_status(409, "create of an existing name", v1.create_namespaced_config_map, ns,
+                  {"metadata": {"name": "c0"}}, _request_timeout=t)
+    expect_status(404, "create in a missing namespace", v1.create_namespaced_config_map, "nowhere",
+                  {"metadata": {"name": "c0"}}, _request_timeout=t)
+    generated = v1.create_namespaced_config_map(ns, {"metadata": {"generateName": "gen-"}},
+                                                _request_timeout=t)
+    assert generated.metadata.name.startswith("gen-") and len(generated.metadata.name) > 4, \
+        "generateName gave %r" % generated.metadata.name
+    v1.delete_namespaced_config_map(generated.metadata.name, ns, _request_timeout=t)
+
+    jp = v1.patch_namespaced_config_map("c1", ns, [{"op": "replace", "path": "/data/i", "value": "x"}],
+                                        _request_timeout=t)
+    assert jp.data == {"i": "x"}, "JSON patch gave %r" % jp.data
+    expect_status(409, "delete with a wrong uid precondition", v1.delete_namespaced_config_map, "c2", ns,
+                  body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-the-uid")),
+                  _request_timeout=t)
+    v1.delete_namespaced_config_map("c2", ns, _request_timeout=t)
+
+    names, cont, pages = [], None, 0
+    while True:
+        page = v1.list_namespaced_config_map(ns, limit=2, _continue=cont, _request_timeout=t)
+        names += [c.metadata.name for c in page.items]
+        pages += 1
+        cont = page.metadata._continue
+        if not cont:
+            break
+        assert pages < 10, "paging does not end: %r" % names
+    assert names == ["c0", "c1", "c3", "c4"] and pages == 2, "pages of 2 gave %r in %d" % (names, pages)
+    by_field = v1.list_namespaced_config_map(ns, field_selector="metadata.name=c4", _request_timeout=t)
+    assert [c.metadata.name for c in by_field.items] == ["c4"], "field selector gave %r" % by_field.items
+
+    # A watch from before the writes replays them from the server's history, in order.
+    replay = [(e["type"], e["object"].metadata.name) for e in watch.Watch().stream(
+        v1.list_namespaced_config_map, ns, resource_version=rv0, timeout_seconds=1,
+        _request_timeout=WATCH_TIMEOUT_S)]
+    want = [("ADDED", "c%d" % i) for i in range(5)] + [
+        ("ADDED", generated.metadata.name), ("DELETED", generated.metadata.name),
+        ("MODIFIED", "c1"), ("DELETED", "c2")]
+    assert replay == want, "replayed events %r" % replay
+
+    v1.create_namespaced_pod(ns, {"metadata": {"name": "p"},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                             _request_timeout=t)
+    running = v1.patch_namespaced_pod_status("p", ns, {"status": {"phase": "Running"}}, _request_timeout=t)
+    assert running.status.phase == "Running", "status patch gave %r" % running.status.phase
+    phases = v1.list_pod_for_all_namespaces(field_selector="status.phase=Running", _request_timeout=t)
+    assert [p.metadata.name for p in phases.items] == ["p"], "status.phase selector %r" % phases.items
+
+    # Bookmarks decode, and the watch remembers their resourceVersion.
+    w = watch.Watch()
+    now = v1.list_namespaced_config_map(ns, _request_timeout=t).metadata.resource_version
+    seen = []
+    for e in w.stream(v1.list_namespaced_config_map, ns, resource_version=now, allow_watch_bookmarks=True,
+                      timeout_seconds=5, _request_timeout=WATCH_TIMEOUT_S):
+        seen.append(e["type"])
+        if e["type"] == "BOOKMARK":
+            w.stop()
+    assert seen == ["BOOKMARK"], "want one BOOKMARK within 5 s, got %r" % seen
+    assert w.resource_version == now, "bookmark resourceVersion %r, list said %r" % (w.resource_version, now)
+
+    # Once the history is gone, a watch from an old resourceVersion ends in 410 Expired, which the
+    # client raises (it retries only watches without timeout_seconds).
+    api_client.call_api("/fracgpu-test/compact", "POST", response_type="object", _request_timeout=t)
+    expect_status(410, "watch from a compacted resourceVersion", lambda: list(watch.Watch().stream(
+        v1.list_namespaced_config_map, ns, resource_version=rv0, timeout_seconds=5,
+        _request_timeout=WATCH_TIMEOUT_S)))
+
+    v1.delete_namespace(ns, _request_timeout=t)
+
+
 def crd_scenario(api_client, crd_dir):
     ext = client.ApiextensionsV1Api(api_client)
     custom = client.CustomObjectsApi(api_client)
@@ -250,11 +333,12 @@ def run_against(binary, crd_dir, workdir, tls):
             expect_status(401, "a wrong token", client.CoreV1Api(denied).list_namespace,
                           _request_timeout=REQUEST_TIMEOUT_S)
         core_scenario(api_client)
+        history_scenario(api_client)
         crd_scenario(api_client, crd_dir)
-        print("ok: %s" % label)
     finally:
         status = server.stop()
-        assert status == 0, "server exited with %s after SIGTERM" % status
+    assert status == 0, "server exited with %s after SIGTERM" % status
+    print("ok: %s" % label)
 
 
 def main():
