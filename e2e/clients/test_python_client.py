@@ -15,7 +15,9 @@ the ConfigMap; a replace with a stale resourceVersion (409); get after delete (4
 CRDs from crds/*.yaml created through ApiextensionsV1Api and a GPUPolicy created, listed, patched
 and deleted through CustomObjectsApi. Around that: paging with limit/continue, field selectors, a
 JSON patch, a delete precondition, the pod /status subresource, a watch that replays history, one
-that gets a BOOKMARK, and one from a compacted resourceVersion that ends in 410.
+that gets a BOOKMARK, and one from a compacted resourceVersion that ends in 410. Last, the
+discovery-driven DynamicClient finds the GPUPolicy and Deployment resources and creates, patches and
+deletes through them, and utils.create_from_dict creates a List of two kinds.
 
 Every wait is bounded: the server's start, each request (_request_timeout), the watch
 (timeout_seconds and a thread join). The server is always stopped with SIGTERM, and killed if it
@@ -38,7 +40,7 @@ import traceback
 
 try:
     import yaml
-    from kubernetes import client, config, watch
+    from kubernetes import client, config, dynamic, utils, watch
     from kubernetes.client.rest import ApiException
 except ImportError as e:
     sys.exit("FAIL: %s: install python3-kubernetes and python3-yaml (scripts/setup.sh does)" % e)
@@ -316,6 +318,47 @@ def crd_scenario(api_client, crd_dir):
                   group, version, plural, "training", _request_timeout=t)
 
 
+def dynamic_scenario(api_client, discovery_cache):
+    """The discovery-driven DynamicClient and utils.create_from_dict, after crd_scenario."""
+    t = REQUEST_TIMEOUT_S
+    # A discovery cache per server: the default file is named for the host, so a later server on
+    # the same port would otherwise be described by an earlier one's discovery.
+    dyn = dynamic.DynamicClient(api_client, cache_file=discovery_cache)
+
+    policies = dyn.resources.get(api_version="fracgpu.io/v1alpha1", kind="GPUPolicy")
+    assert policies.namespaced is False and policies.name == "gpupolicies", \
+        "discovery of GPUPolicy: %s namespaced=%s" % (policies.name, policies.namespaced)
+    created = policies.create(body={"apiVersion": "fracgpu.io/v1alpha1", "kind": "GPUPolicy",
+                                    "metadata": {"name": "dynamic"}, "spec": {}}, _request_timeout=t)
+    assert created.spec.sharing == "timeslice", "schema default not applied: %s" % created.spec
+    patched = policies.patch(name="dynamic", body={"spec": {"isolation": "dedicated"}},
+                             content_type="application/merge-patch+json", _request_timeout=t)
+    assert patched.spec.isolation == "dedicated", "dynamic merge patch gave %s" % patched.spec
+    policies.delete(name="dynamic", _request_timeout=t)
+    assert [o.metadata.name for o in policies.get(_request_timeout=t).items] == [], "GPUPolicies left"
+
+    deployments = dyn.resources.get(api_version="apps/v1", kind="Deployment")
+    deployment = deployments.create(namespace="default", body={
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "dyn"},
+        "spec": {"selector": {"matchLabels": {"app": "dyn"}},
+                 "template": {"metadata": {"labels": {"app": "dyn"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}},
+        _request_timeout=t)
+    generation = deployment.metadata.generation
+    assert generation == 1, "new Deployment generation %s" % generation
+    deployments.delete(name="dyn", namespace="default", _request_timeout=t)
+
+    made = utils.create_from_dict(api_client, {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-list"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "from-list"},
+         "spec": {"ports": [{"port": 80}]}}]}, namespace="default")
+    kinds = [(o.kind, o.metadata.name) for o in made]
+    assert kinds == [("ConfigMap", "from-list"), ("Service", "from-list")], "create_from_dict made %r" % kinds
+    v1 = client.CoreV1Api(api_client)
+    v1.delete_namespaced_config_map("from-list", "default", _request_timeout=t)
+    v1.delete_namespaced_service("from-list", "default", _request_timeout=t)
+
+
 def run_against(binary, crd_dir, workdir, tls):
     label = "TLS with a bearer token" if tls else "plain HTTP"
     server = Server(binary, workdir, tls)
@@ -335,6 +378,7 @@ def run_against(binary, crd_dir, workdir, tls):
         core_scenario(api_client)
         history_scenario(api_client)
         crd_scenario(api_client, crd_dir)
+        dynamic_scenario(api_client, server.kubeconfig + ".discovery.json")
     finally:
         status = server.stop()
     assert status == 0, "server exited with %s after SIGTERM" % status
