@@ -5,19 +5,20 @@ project nor kubectl's authors: Debian's python3-kubernetes (the generated OpenAP
 kubeconfig loader, TLS stack and watch decoder). A scenario that passes with both is evidence that
 the server speaks the API, not just what one client tolerates.
 
-The test starts the server executable as a child process (the path is the first argument), reads
-the address it prints once listening, loads the kubeconfig it wrote with
+The test starts the server executable as a child process (the path is the first argument), reads the
+address it prints once listening, loads the kubeconfig it wrote with
 kubernetes.config.load_kube_config, and runs one scenario twice: over TLS with a bearer token, as a
-real cluster is reached, and over plain HTTP. The scenario: create a namespace, a ConfigMap and a
-Pod; list pods by label selector; a watch from the list's resourceVersion that must see the pod's
-ADDED, MODIFIED (after a strategic merge patch) and DELETED events in that order; a merge patch of
-the ConfigMap; a replace with a stale resourceVersion (409); get after delete (404); then the fracgpu
-CRDs from crds/*.yaml created through ApiextensionsV1Api and a GPUPolicy created, listed, patched
-and deleted through CustomObjectsApi. Around that: paging with limit/continue, field selectors, a
-JSON patch, a delete precondition, the pod /status subresource, a watch that replays history, one
-that gets a BOOKMARK, and one from a compacted resourceVersion that ends in 410. Last, the
-discovery-driven DynamicClient finds the GPUPolicy and Deployment resources and creates, patches and
-deletes through them, and utils.create_from_dict creates a List of two kinds.
+real cluster is reached (where a request with no token or a wrong one gets 401), and over plain HTTP.
+The scenario: create a namespace, a ConfigMap and a Pod; list pods by label selector; a watch from
+the list's resourceVersion that must see the pod's ADDED, MODIFIED (after a strategic merge patch)
+and DELETED events in that order; a merge patch of the ConfigMap; a replace with a stale
+resourceVersion (409); get after delete (404); then the fracgpu CRDs from crds/*.yaml created through
+ApiextensionsV1Api and a GPUPolicy created, listed, patched and deleted through CustomObjectsApi.
+Around that: paging with limit/continue, field selectors, a JSON patch, a delete precondition, the
+pod /status subresource, a watch that replays history, one that gets a BOOKMARK, and one from a
+compacted resourceVersion that ends in 410. Last, the discovery-driven DynamicClient finds the
+GPUPolicy and Deployment resources and creates, patches and deletes through them, and
+utils.create_from_dict creates a List of two kinds.
 
 Every wait is bounded: the server's start, each request (_request_timeout), the watch
 (timeout_seconds and a thread join). The server is always stopped with SIGTERM, and killed if it
@@ -363,18 +364,18 @@ def run_against(binary, crd_dir, workdir, tls):
     label = "TLS with a bearer token" if tls else "plain HTTP"
     server = Server(binary, workdir, tls)
     try:
-        api_client = config.new_client_from_config(config_file=server.kubeconfig)
+        # load_kube_config sets the default Configuration, the way most programs set up the client.
+        config.load_kube_config(config_file=server.kubeconfig)
+        api_client = client.ApiClient()
         want_scheme = "https://" if tls else "http://"
         host = api_client.configuration.host
         assert host == want_scheme + server.address, "kubeconfig server %r for %s" % (host, server.address)
         if tls:
-            # The same file through load_kube_config, the way most programs configure the client.
-            config.load_kube_config(config_file=server.kubeconfig)
-            assert client.Configuration.get_default_copy().host == host
-            denied = client.ApiClient(client.Configuration.get_default_copy())
-            denied.configuration.api_key = {"authorization": "Bearer wrong"}
-            expect_status(401, "a wrong token", client.CoreV1Api(denied).list_namespace,
-                          _request_timeout=REQUEST_TIMEOUT_S)
+            for token, what in ((None, "no token"), ("Bearer wrong", "a wrong token")):
+                denied = client.ApiClient(client.Configuration.get_default_copy())
+                denied.configuration.api_key = {"authorization": token} if token else {}
+                expect_status(401, what, client.CoreV1Api(denied).list_namespace,
+                              _request_timeout=REQUEST_TIMEOUT_S)
         core_scenario(api_client)
         history_scenario(api_client)
         crd_scenario(api_client, crd_dir)
