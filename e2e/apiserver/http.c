@@ -223,7 +223,7 @@ void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req)
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "malformed query string");
         goto out;
     }
-    if (!strcmp(path, "/version")) {
+    if (!strcmp(path, "/version") || !strcmp(path, "/version/")) {   /* kube serves both */
         reply_text(req, 200, "application/json", VERSION_JSON, strlen(VERSION_JSON));
     } else if (fg_str_has_prefix(path, FG__ADMIN_PREFIX)) {
         fg__admin_handle(srv, req, path + strlen(FG__ADMIN_PREFIX), &query);

@@ -370,6 +370,8 @@ def run_against(binary, crd_dir, workdir, tls):
         want_scheme = "https://" if tls else "http://"
         host = api_client.configuration.host
         assert host == want_scheme + server.address, "kubeconfig server %r for %s" % (host, server.address)
+        version = client.VersionApi(api_client).get_code(_request_timeout=REQUEST_TIMEOUT_S)   # GET /version/
+        assert version.major == "1" and version.git_version.startswith("v1."), "version %r" % version
         if tls:
             for token, what in ((None, "no token"), ("Bearer wrong", "a wrong token")):
                 denied = client.ApiClient(client.Configuration.get_default_copy())
