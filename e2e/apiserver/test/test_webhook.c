@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "client.h"
@@ -62,19 +63,33 @@ static long now_ms(void)
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-/* Registers a mutating webhook on pod creates with this failurePolicy and timeoutSeconds. */
+/* Registers a configuration (kind "Mutating" or "Validating") named `name` of `hooks` webhooks on pod
+ * creates, all served by wh, with this failurePolicy and timeoutSeconds. */
+static void add_config(struct ctx *c, const char *kind, const char *name, int hooks, struct kcw_server *wh,
+                       const char *policy, int timeout_s)
+{
+    struct fg_buf b = FG_BUF_INIT;
+    int ok = fg_buf_printf(&b, "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":\"%sWebhookConfiguration\","
+                           "\"metadata\":{\"name\":\"%s\"},\"webhooks\":[", kind, name) == FG_OK;
+    for (int i = 0; i < hooks && ok; i++)
+        ok = fg_buf_printf(&b, "%s{\"name\":\"h%d.%s.test.fracgpu.io\",\"admissionReviewVersions\":[\"v1\"],"
+                           "\"sideEffects\":\"None\",\"failurePolicy\":\"%s\",\"timeoutSeconds\":%d,"
+                           "\"clientConfig\":{\"url\":\"https://127.0.0.1:%u/hook\",\"caBundle\":\"%s\"},"
+                           "\"rules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+                           "\"resources\":[\"pods\"]}]}", i ? "," : "", i, name, policy, timeout_s, wh->port,
+                           wh->ca_b64) == FG_OK;
+    assert_true(ok && fg_buf_puts(&b, "]}") == FG_OK);
+    char *path = fg_asprintf("/apis/admissionregistration.k8s.io/v1/%swebhookconfigurations",
+                             !strcmp(kind, "Mutating") ? "mutating" : "validating");
+    tc_create(c->server.base, path, fg_buf_str(&b));
+    free(path);
+    fg_buf_cleanup(&b);
+}
+
+/* One mutating webhook on pod creates, served by the test's webhook. */
 static void add_hook(struct ctx *c, const char *policy, int timeout_s)
 {
-    char *body = fg_asprintf(
-        "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":\"MutatingWebhookConfiguration\","
-        "\"metadata\":{\"name\":\"test\"},\"webhooks\":[{\"name\":\"pods.test.fracgpu.io\","
-        "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"failurePolicy\":\"%s\","
-        "\"timeoutSeconds\":%d,\"clientConfig\":{\"url\":\"https://127.0.0.1:%u/mutate\",\"caBundle\":\"%s\"},"
-        "\"rules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
-        "\"resources\":[\"pods\"]}]}]}",
-        policy, timeout_s, c->wh.port, c->wh.ca_b64);
-    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", body);
-    free(body);
+    add_config(c, "Mutating", "test", 1, &c->wh, policy, timeout_s);
 }
 
 static char *pod_body(const char *name)
@@ -309,6 +324,27 @@ static void test_concurrent_creates(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
+/* Two mutating webhooks, then a validating one that denies: each is called once, in order, the write
+ * waiting for each in turn, and the denial is the answer. */
+static void test_webhooks_in_order(void **state)
+{
+    struct ctx *c = *state;
+    struct kcw_server deny;
+    assert_true(kcw_start(&deny, c->dir, KCW_DENY));
+    add_config(c, "Mutating", "first", 2, &c->wh, "Fail", 5);
+    add_config(c, "Validating", "last", 1, &deny, "Fail", 5);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 100);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "denied", &json), 400);
+    assert_string_equal(fg_json_get_str(json, "message", NULL),
+                        "admission webhook \"h0.last.test.fracgpu.io\" denied the request: no pods today");
+    json_object_put(json);
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+    assert_int_equal(kcw_reviews(&deny), 1);
+    assert_int_equal(get_code(c, PODS "/denied"), 404);
+    kcw_stop(&deny);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +356,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_leaves_mid_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_mid_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
