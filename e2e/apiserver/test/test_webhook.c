@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -54,13 +53,6 @@ static int teardown(void **state)
     free(cmd);
     free(c);
     return 0;
-}
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 /* Registers a configuration (kind "Mutating" or "Validating") named `name` of `hooks` webhooks on pod
@@ -162,26 +154,26 @@ static void test_slow_webhook_does_not_block(void **state)
     assert_true(tc_wait_watchers(c->server.base, 1));
     struct creator k = { .c = c, .name = "slow" };
     snprintf(k.base, sizeof(k.base), "%s", c->server.base);
-    long start = now_ms();
+    long start = tc_now_ms();
     assert_int_equal(pthread_create(&k.thread, NULL, create_thread, &k), 0);
     wait_reviews(c, 1);
     for (int i = 0; i < 5; i++) {
-        long t = now_ms();
+        long t = tc_now_ms();
         assert_int_equal(get_code(c, PODS), 200);
         assert_int_equal(get_code(c, "/api/v1/namespaces/default"), 200);
-        assert_in_range(now_ms() - t, 0, FAST_MS);
+        assert_in_range(tc_now_ms() - t, 0, FAST_MS);
     }
-    long t = now_ms();
+    long t = tc_now_ms();
     tc_create(c->server.base, "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"cm\"}}");
     json_object *ev = tc_watch_next(&w, FAST_MS);
     assert_non_null(ev);
     assert_string_equal(fg_json_get_str(ev, "type", NULL), "ADDED");
     json_object_put(ev);
-    assert_in_range(now_ms() - t, 0, FAST_MS);
+    assert_in_range(tc_now_ms() - t, 0, FAST_MS);
     assert_int_equal(get_code(c, PODS "/slow"), 404); /* still waiting for its webhook */
     pthread_join(k.thread, NULL);
     assert_int_equal(k.code, 201);
-    assert_true(now_ms() - start >= KCW_SLOW_MS - 100);
+    assert_true(tc_now_ms() - start >= KCW_SLOW_MS - 100);
     json_object_put(k.json);
     assert_int_equal(get_code(c, PODS "/slow"), 200);
     tc_watch_stop(&w);
@@ -215,9 +207,9 @@ static void test_timeout_fail(void **state)
     struct ctx *c = *state;
     add_hook(c, "Fail", 1);
     kcw_set_mode(&c->wh, KCW_SLOW, 0);
-    long t = now_ms();
+    long t = tc_now_ms();
     expect_failure(c, "late", "context deadline exceeded");
-    assert_in_range(now_ms() - t, 900, 2000);
+    assert_in_range(tc_now_ms() - t, 900, 2000);
 }
 
 static void test_timeout_ignore(void **state)
@@ -225,9 +217,9 @@ static void test_timeout_ignore(void **state)
     struct ctx *c = *state;
     add_hook(c, "Ignore", 1);
     kcw_set_mode(&c->wh, KCW_SLOW, 0);
-    long t = now_ms();
+    long t = tc_now_ms();
     expect_created_unmutated(c, "late");
-    assert_in_range(now_ms() - t, 900, 2000);
+    assert_in_range(tc_now_ms() - t, 900, 2000);
 }
 
 /* Each kind of garbage refuses the create under Fail and lets it through unmutated under Ignore. */
@@ -309,7 +301,7 @@ static void test_concurrent_creates(void **state)
     add_hook(c, "Fail", 10);
     kcw_set_mode(&c->wh, KCW_MUTATE, 500);
     struct creator k[2] = { { .c = c, .name = "one" }, { .c = c, .name = "two" } };
-    long t = now_ms();
+    long t = tc_now_ms();
     for (int i = 0; i < 2; i++) {
         snprintf(k[i].base, sizeof(k[i].base), "%s", c->server.base);
         assert_int_equal(pthread_create(&k[i].thread, NULL, create_thread, &k[i]), 0);
@@ -320,7 +312,7 @@ static void test_concurrent_creates(void **state)
         assert_string_equal(fg_json_get_str(k[i].json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
         json_object_put(k[i].json);
     }
-    assert_in_range(now_ms() - t, 500, 950); /* side by side, not one after the other */
+    assert_in_range(tc_now_ms() - t, 500, 950); /* side by side, not one after the other */
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
