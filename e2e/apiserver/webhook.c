@@ -359,8 +359,10 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
             json_object *hook = json_object_array_get_idx(hooks, k);
             if (!hook_applies(st, hook, type, op, *obj))
                 continue;
-            char *key = fg_asprintf("%s/%s/%s", mutating ? "mutating" : "validating",
-                                    fg_json_get_str(cfg, "metadata", "name", NULL), fg_json_get_str(hook, "name", NULL));
+            const char *cfg_name = fg_json_get_str(cfg, "metadata", "name", NULL);
+            const char *hook_name = fg_json_get_str(hook, "name", NULL);
+            char *key = fg_asprintf("%s/%s/%s", mutating ? "mutating" : "validating", cfg_name ? cfg_name : "",
+                                    hook_name ? hook_name : "");
             err = run_hook(st->admission, hook, key, type, op, cur, obj, mutating, out);
             free(key);
         }
