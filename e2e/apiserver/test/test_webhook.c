@@ -56,9 +56,9 @@ static int teardown(void **state)
 }
 
 /* Registers a configuration (kind "Mutating" or "Validating") named `name` of `hooks` webhooks on pod
- * creates, all served by wh, with this failurePolicy and timeoutSeconds. */
-static void add_config(struct ctx *c, const char *kind, const char *name, int hooks, struct kcw_server *wh,
-                       const char *policy, int timeout_s)
+ * operations `op` (CREATE, UPDATE), all served by wh, with this failurePolicy and timeoutSeconds. */
+static void add_config(struct ctx *c, const char *kind, const char *name, const char *op, int hooks,
+                       struct kcw_server *wh, const char *policy, int timeout_s)
 {
     struct fg_buf b = FG_BUF_INIT;
     int ok = fg_buf_printf(&b, "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":\"%sWebhookConfiguration\","
@@ -67,9 +67,9 @@ static void add_config(struct ctx *c, const char *kind, const char *name, int ho
         ok = fg_buf_printf(&b, "%s{\"name\":\"h%d.%s.test.fracgpu.io\",\"admissionReviewVersions\":[\"v1\"],"
                            "\"sideEffects\":\"None\",\"failurePolicy\":\"%s\",\"timeoutSeconds\":%d,"
                            "\"clientConfig\":{\"url\":\"https://127.0.0.1:%u/hook\",\"caBundle\":\"%s\"},"
-                           "\"rules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+                           "\"rules\":[{\"operations\":[\"%s\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
                            "\"resources\":[\"pods\"]}]}", i ? "," : "", i, name, policy, timeout_s, wh->port,
-                           wh->ca_b64) == FG_OK;
+                           wh->ca_b64, op) == FG_OK;
     assert_true(ok && fg_buf_puts(&b, "]}") == FG_OK);
     char *path = fg_asprintf("/apis/admissionregistration.k8s.io/v1/%swebhookconfigurations",
                              !strcmp(kind, "Mutating") ? "mutating" : "validating");
@@ -81,7 +81,7 @@ static void add_config(struct ctx *c, const char *kind, const char *name, int ho
 /* One mutating webhook on pod creates, served by the test's webhook. */
 static void add_hook(struct ctx *c, const char *policy, int timeout_s)
 {
-    add_config(c, "Mutating", "test", 1, &c->wh, policy, timeout_s);
+    add_config(c, "Mutating", "test", "CREATE", 1, &c->wh, policy, timeout_s);
 }
 
 static char *pod_body(const char *name)
@@ -323,8 +323,8 @@ static void test_webhooks_in_order(void **state)
     struct ctx *c = *state;
     struct kcw_server deny;
     assert_true(kcw_start(&deny, c->dir, KCW_DENY));
-    add_config(c, "Mutating", "first", 2, &c->wh, "Fail", 5);
-    add_config(c, "Validating", "last", 1, &deny, "Fail", 5);
+    add_config(c, "Mutating", "first", "CREATE", 2, &c->wh, "Fail", 5);
+    add_config(c, "Validating", "last", "CREATE", 1, &deny, "Fail", 5);
     kcw_set_mode(&c->wh, KCW_MUTATE, 100);
     json_object *json = NULL;
     assert_int_equal(create_pod(c, "denied", &json), 400);
@@ -335,6 +335,40 @@ static void test_webhooks_in_order(void **state)
     assert_int_equal(kcw_reviews(&deny), 1);
     assert_int_equal(get_code(c, PODS "/denied"), 404);
     kcw_stop(&deny);
+}
+
+/* A PATCH and a PUT wait for an UPDATE webhook the same way, and its JSONPatch lands on the result. */
+static void test_update_waits_for_webhook(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("web");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_config(c, "Mutating", "updates", "UPDATE", 1, &c->wh, "Fail", 5);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 300);
+    struct tc_reply r;
+    long t = tc_now_ms();
+    assert_int_equal(tc_request(c->server.base, "PATCH", PODS "/web", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"tier\":\"front\"}}}", &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PATCH: %ld %s", r.code, r.body);
+    assert_true(tc_now_ms() - t >= 300);
+    assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "tier", NULL), "front");
+    assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    tc_reply_cleanup(&r);
+    json_object *pod = tc_get_json(c->server.base, PODS "/web");
+    json_object *labels = json_object_new_object(); /* back to app=web alone */
+    fg_json_set_str(labels, "app", "web");
+    json_object_object_add(fg_json_get(pod, "metadata", NULL), "labels", labels);
+    assert_int_equal(tc_request(c->server.base, "PUT", PODS "/web", "application/json",
+                                json_object_to_json_string(pod), &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PUT: %ld %s", r.code, r.body);
+    assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    assert_null(fg_json_get(r.json, "metadata", "labels", "tier", NULL));
+    tc_reply_cleanup(&r);
+    json_object_put(pod);
+    assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
 int main(void)
@@ -349,6 +383,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_mid_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
