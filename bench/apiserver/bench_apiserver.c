@@ -28,108 +28,11 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/apiserver/apiserver.h"
+#include "bench/apiserver/bench_http.h"
 
 #define GET_CLIENTS 4
 #define WATCHERS 10
 #define PODS 100
-
-static uint16_t port;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-        perror("connect");
-        exit(1);
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
-static void send_all(int fd, const char *data, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, data, len);
-        if (n <= 0) {
-            perror("write");
-            exit(1);
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-}
-
-/* Reads one Content-Length reply; returns the status code. `b` keeps bytes read past the reply. */
-static int read_reply(int fd, struct fg_buf *b)
-{
-    for (;;) {
-        const char *end = b->data ? strstr(b->data, "\r\n\r\n") : NULL;
-        if (end) {
-            const char *cl = strcasestr(b->data, "Content-Length:");
-            size_t body = cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0;
-            size_t total = (size_t)(end - b->data) + 4 + body;
-            if (b->len >= total) {
-                int code = atoi(b->data + 9);
-                fg_buf_consume(b, total);
-                return code;
-            }
-        }
-        char tmp[65536];
-        ssize_t n = read(fd, tmp, sizeof(tmp));
-        if (n <= 0 || fg_buf_append(b, tmp, (size_t)n) != FG_OK) {
-            fprintf(stderr, "read failed\n");
-            exit(1);
-        }
-    }
-}
-
-static int request(int fd, struct fg_buf *b, const char *method, const char *path, const char *ct, const char *body)
-{
-    char *req = fg_asprintf("%s %s HTTP/1.1\r\nHost: bench\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n%s",
-                            method, path, ct, body ? strlen(body) : 0, body ? body : "");
-    send_all(fd, req, strlen(req));
-    free(req);
-    return read_reply(fd, b);
-}
-
-/* A pod of about 4 KiB, managedFields included, as a real kubelet-managed pod looks. */
-static char *pod_json(const char *name)
-{
-    struct fg_buf b = FG_BUF_INIT;
-    int ok = fg_buf_printf(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":"
-                           "{\"app\":\"bench\",\"pod-template-hash\":\"7c9f8d6b5\"},\"annotations\":{\"fracgpu.io/policy\":"
-                           "\"batch\",\"fracgpu.io/gpu-fraction\":\"0.25\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
-                           "\"kind\":\"ReplicaSet\",\"name\":\"bench-7c9f8d6b5\",\"uid\":\"0b6f7a52-1b0e-4c43-9d6e-8b2f1c3d4e5f\","
-                           "\"controller\":true,\"blockOwnerDeletion\":true}],\"managedFields\":[", name) == FG_OK;
-    for (int i = 0; i < 6 && ok; i++)
-        ok = fg_buf_printf(&b, "%s{\"manager\":\"kube-controller-manager-%d\",\"operation\":\"Update\",\"apiVersion\":\"v1\","
-                           "\"time\":\"2026-11-21T08:00:0%dZ\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":"
-                           "{\"f:labels\":{\".\":{},\"f:app\":{},\"f:pod-template-hash\":{}},\"f:ownerReferences\":{\".\":{},"
-                           "\"k:{\\\"uid\\\":\\\"0b6f7a52\\\"}\":{}}},\"f:spec\":{\"f:containers\":{\"k:{\\\"name\\\":\\\"main\\\"}\":"
-                           "{\".\":{},\"f:image\":{},\"f:imagePullPolicy\":{},\"f:name\":{},\"f:resources\":{\".\":{},"
-                           "\"f:limits\":{\".\":{},\"f:nvidia.com/gpu\":{}}}}}}}}", i ? "," : "", i, i) == FG_OK;
-    ok = ok && fg_buf_puts(&b, "]},\"spec\":{\"nodeName\":\"gpu-node-17\",\"schedulerName\":\"fracgpu-scheduler\","
-                           "\"containers\":[{\"name\":\"main\",\"image\":\"registry.example.com/ml/trainer:1.4.2\","
-                           "\"args\":[\"--epochs=10\",\"--batch=64\"],\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\","
-                           "\"value\":\"GPU-3f2a\"},{\"name\":\"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\",\"value\":\"25\"}],"
-                           "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\",\"memory\":\"8Gi\"}}}],"
-                           "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]},"
-                           "\"status\":{\"phase\":\"Running\",\"podIP\":\"10.4.17.23\",\"conditions\":[{\"type\":\"Ready\","
-                           "\"status\":\"True\"},{\"type\":\"PodScheduled\",\"status\":\"True\"}]}}") == FG_OK;
-    if (!ok)
-        abort();
-    return fg_buf_take(&b);
-}
 
 struct get_worker {
     pthread_t th;
@@ -140,12 +43,12 @@ struct get_worker {
 static void *get_loop(void *arg)
 {
     struct get_worker *g = arg;
-    int fd = dial();
+    int fd = bench_dial();
     struct fg_buf b = FG_BUF_INIT;
     static const char req[] = "GET /api/v1/namespaces/bench/pods/pod-0 HTTP/1.1\r\nHost: bench\r\n\r\n";
-    while (now_s() < g->until) {
-        send_all(fd, req, sizeof(req) - 1);
-        if (read_reply(fd, &b) != 200) {
+    while (bench_now_s() < g->until) {
+        bench_send_all(fd, req, sizeof(req) - 1);
+        if (bench_read_reply(fd, &b) != 200) {
             fprintf(stderr, "GET failed\n");
             exit(1);
         }
@@ -206,7 +109,7 @@ static void *watch_loop(void *arg)
                 complete++;
         }
     }
-    r->finished = now_s();
+    r->finished = bench_now_s();
     close(ep);
     return NULL;
 }
@@ -224,13 +127,13 @@ struct writer {
 static void *write_loop(void *arg)
 {
     struct writer *wr = arg;
-    int fd = dial();
+    int fd = bench_dial();
     struct fg_buf b = FG_BUF_INIT;
     for (long e = 0; e < wr->events && !wr->failed; e++) {
         char path[96], body[96];
         snprintf(path, sizeof(path), "/api/v1/namespaces/bench/pods/pod-%ld", (e * WRITERS + wr->index) % PODS);
         snprintf(body, sizeof(body), "{\"metadata\":{\"labels\":{\"seq\":\"%ld\"}}}", e);
-        wr->failed = request(fd, &b, "PATCH", path, "application/merge-patch+json", body) != 200;
+        wr->failed = bench_request(fd, &b, "PATCH", path, "application/merge-patch+json", body) != 200;
     }
     fg_buf_cleanup(&b);
     close(fd);
@@ -249,17 +152,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "server: %s\n", msg);
         return 1;
     }
-    port = fg_apiserver_port(srv);
-    int fd = dial();
+    bench_port = fg_apiserver_port(srv);
+    int fd = bench_dial();
     struct fg_buf b = FG_BUF_INIT;
-    request(fd, &b, "POST", "/api/v1/namespaces", "application/json", "{\"metadata\":{\"name\":\"bench\"}}");
+    bench_request(fd, &b, "POST", "/api/v1/namespaces", "application/json", "{\"metadata\":{\"name\":\"bench\"}}");
     size_t pod_size = 0;
     for (int i = 0; i < PODS; i++) {
         char name[32];
         snprintf(name, sizeof(name), "pod-%d", i);
-        char *pod = pod_json(name);
+        char *pod = bench_pod_json(name);
         pod_size = strlen(pod);
-        if (request(fd, &b, "POST", "/api/v1/namespaces/bench/pods", "application/json", pod) != 201) {
+        if (bench_request(fd, &b, "POST", "/api/v1/namespaces/bench/pods", "application/json", pod) != 201) {
             fprintf(stderr, "create failed\n");
             return 1;
         }
@@ -267,7 +170,7 @@ int main(int argc, char **argv)
     }
 
     struct get_worker g[GET_CLIENTS];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < GET_CLIENTS; i++) {
         g[i] = (struct get_worker){ .until = t0 + get_seconds };
         pthread_create(&g[i].th, NULL, get_loop, &g[i]);
@@ -277,21 +180,21 @@ int main(int argc, char **argv)
         pthread_join(g[i].th, NULL);
         gets += g[i].done;
     }
-    double get_elapsed = now_s() - t0;
+    double get_elapsed = bench_now_s() - t0;
     printf("GET  pod (%zu bytes as created, keep-alive, %d connections): %ld requests in %.2f s = %.0f requests/s\n",
            pod_size, GET_CLIENTS, gets, get_elapsed, (double)gets / get_elapsed);
 
     struct watcher w[WATCHERS];
     for (int i = 0; i < WATCHERS; i++) {
-        w[i] = (struct watcher){ .fd = dial() };
+        w[i] = (struct watcher){ .fd = bench_dial() };
         static const char req[] = "GET /api/v1/namespaces/bench/pods?watch=true&resourceVersion=999999999 HTTP/1.1\r\n"
                                   "Host: bench\r\n\r\n";
-        send_all(w[i].fd, req, sizeof(req) - 1);
+        bench_send_all(w[i].fd, req, sizeof(req) - 1);
     }
     struct watch_reader reader = { .w = w, .n = WATCHERS, .want = events };
     pthread_create(&reader.th, NULL, watch_loop, &reader);
     usleep(200000); /* let every watch register */
-    double w0 = now_s();
+    double w0 = bench_now_s();
     struct writer writers[WRITERS];
     for (int i = 0; i < WRITERS; i++) {
         writers[i] = (struct writer){ .index = i, .events = events / WRITERS + (i < events % WRITERS) };
@@ -304,7 +207,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    double writes_done = now_s();
+    double writes_done = bench_now_s();
     pthread_join(reader.th, NULL);
     for (int i = 0; i < WATCHERS; i++)
         close(w[i].fd);

@@ -37,8 +37,32 @@ void fg__crd_sync_all(struct fg__store *st);
  * which replaces *obj). FG_E_KUBE_INVALID with a 422 Status listing every cause. */
 enum fg_err fg__schema_admit(const struct fg__type *type, json_object **obj, json_object **out) FG_MUST_USE;
 
-/* webhook.c: calls the matching mutating (mutating) or validating webhooks for a create or update;
- * FG_OK with *obj possibly replaced by the mutated object, or an error with *out the Status. */
+/* webhook.c: a write's webhook calls, kept across its runs. Webhooks are called asynchronously: a
+ * write that reaches a webhook not called yet starts the call and fails with FG_E_BUSY (no Status),
+ * and its caller runs the same write again from the start once on_ready has run, the calls made so
+ * far answering from what they got (a call belongs to the same configuration and webhook, in the
+ * same order, or is made anew). Writes run while st->admission is NULL (server-side writers:
+ * binding, eviction, namespace seeding) call no webhook. */
+struct fg__hook_reply;
+struct fg__hook_client;
+struct fg__hook_call;
+struct fg__admission {
+    struct fg__hook_client *client; /* borrowed */
+    struct fg__hook_reply *v;
+    size_t n, cap;
+    size_t next;                 /* calls consumed by the run in progress */
+    struct fg__hook_call *pending; /* the call in flight, or NULL */
+    void (*on_ready)(void *ud);  /* a call has ended: run the write again */
+    void *ud;
+};
+void fg__admission_init(struct fg__admission *a, struct fg__hook_client *client, void (*on_ready)(void *ud),
+                        void *ud);
+/* Cancels the call in flight, if any, and frees the replies. */
+void fg__admission_cleanup(struct fg__admission *a);
+
+/* Calls the matching mutating (mutating) or validating webhooks for a create or update; FG_OK with
+ * *obj possibly replaced by the mutated object, FG_E_BUSY while a call is in flight, or an error with
+ * *out the Status. */
 enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
                               bool mutating, json_object **out) FG_MUST_USE;
 

@@ -283,9 +283,7 @@ static void unlink_delayed(struct fg_apiserver *srv, struct fg__delayed *d)
     free(d);
 }
 
-/* A request libevent detached from its closed connection is ours to release; replying frees it.
- * Returns whether req was such a request. */
-static bool release_if_detached(struct evhttp_request *req)
+bool fg__release_if_detached(struct evhttp_request *req)
 {
     if (evhttp_request_get_connection(req))
         return false;
@@ -301,7 +299,7 @@ static void on_delay_done(evutil_socket_t fd, short what, void *arg)
     struct fg_apiserver *srv = d->srv;
     struct evhttp_request *req = d->req;
     unlink_delayed(srv, d);
-    if (!release_if_detached(req))
+    if (!fg__release_if_detached(req))
         fg__http_dispatch(srv, req);
 }
 
@@ -310,7 +308,7 @@ void fg__delayed_flush(struct fg_apiserver *srv)
     while (srv->delayed) {
         struct evhttp_request *req = srv->delayed->req;
         unlink_delayed(srv, srv->delayed);
-        release_if_detached(req); /* attached ones go with their connection */
+        fg__release_if_detached(req); /* attached ones go with their connection */
     }
 }
 

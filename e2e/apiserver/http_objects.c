@@ -2,7 +2,8 @@
  * http_objects — single-object requests: GET, PUT, PATCH and DELETE on .../PLURAL/NAME, GET, PUT and
  * PATCH on .../NAME/status, POST on .../pods/NAME/binding and .../eviction, and POST on a collection. The HTTP layer
  * only decodes (body, patch media type) and encodes; the semantics live in the store_*.c files.
- * GET replies straight from the stored text, without serializing again.
+ * GET replies straight from the stored text, without serializing again. Creates, updates and patches
+ * run as an fg__write (server.h), which waits, suspended, while an admission webhook is called.
  */
 #include "e2e/apiserver/server.h"
 
@@ -138,6 +139,87 @@ static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, 
     json_object_put(body);
 }
 
+static char *dup_or_null(const char *s)
+{
+    return s ? fg_strdup(s) : NULL;
+}
+
+static void write_free(struct fg__write *w)
+{
+    struct fg_apiserver *srv = w->srv;
+    if (w->suspended) {
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            srv->writes = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+    }
+    fg__admission_cleanup(&w->adm);
+    json_object_put(w->body);
+    free(w->route.ns);
+    free(w->route.name);
+    free(w->route.sub);
+    free(w);
+}
+
+/* Runs the write from the start; replies and frees it unless a webhook call is in flight, in which
+ * case it waits, suspended, to be run again when the call ends. */
+static void write_run(void *arg)
+{
+    struct fg__write *w = arg;
+    struct fg__store *st = &w->srv->store;
+    const struct fg__route *r = &w->route;
+    json_object *out = NULL;
+    enum fg_err err;
+    st->admission = &w->adm;
+    w->adm.next = 0;
+    if (w->cmd == EVHTTP_REQ_PATCH)
+        err = fg__store_patch(st, r->type, r->ns, r->name, w->scope, w->kind, w->body, &out);
+    else if (w->cmd == EVHTTP_REQ_POST)
+        err = fg__store_create(st, r->type, r->ns, w->body, &out);
+    else
+        err = fg__store_update(st, r->type, r->ns, r->name, w->scope, w->body, &out);
+    st->admission = NULL;
+    if (err == FG_E_BUSY) {
+        if (!w->suspended) {
+            w->suspended = true;
+            w->next = w->srv->writes;
+            if (w->next)
+                w->next->prev = w;
+            w->srv->writes = w;
+        }
+        return;
+    }
+    reply_result(w->srv, w->req, r, err, out, w->cmd == EVHTTP_REQ_POST ? 201 : 200);
+    write_free(w);
+}
+
+/* Creates (POST), updates (PUT) or patches (PATCH) the object with body (taken). */
+static void write_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
+                        enum fg__write_scope scope, enum fg__patch_kind kind, json_object *body)
+{
+    struct fg__write *w = fg_calloc(1, sizeof(*w));
+    w->srv = srv;
+    w->req = req;
+    w->route = (struct fg__route){ r->type, dup_or_null(r->ns), dup_or_null(r->name), dup_or_null(r->sub) };
+    w->cmd = evhttp_request_get_command(req);
+    w->scope = scope;
+    w->kind = kind;
+    w->body = body;
+    fg__admission_init(&w->adm, srv->hooks, write_run, w);
+    write_run(w);
+}
+
+void fg__writes_flush(struct fg_apiserver *srv)
+{
+    while (srv->writes) {
+        struct evhttp_request *req = srv->writes->req;
+        write_free(srv->writes);
+        fg__release_if_detached(req); /* attached ones go with their connection */
+    }
+}
+
 void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
                      const struct evkeyvalq *query)
 {
@@ -169,18 +251,13 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         }
         if (fg__read_body(srv, req, &body))
             return;
-        err = fg__store_patch(&srv->store, r->type, r->ns, r->name, scope, kind, body, &out);
-        reply_result(srv, req, r, err, out, 200);
-    } else if (cmd == EVHTTP_REQ_POST && !r->name) {
+        write_start(srv, req, r, scope, kind, body);
+        return;
+    } else if ((cmd == EVHTTP_REQ_POST && !r->name) || cmd == EVHTTP_REQ_PUT) {
         if (read_object(srv, req, r->type, &body))
             return;
-        err = fg__store_create(&srv->store, r->type, r->ns, body, &out);
-        reply_result(srv, req, r, err, out, 201);
-    } else if (cmd == EVHTTP_REQ_PUT) {
-        if (read_object(srv, req, r->type, &body))
-            return;
-        err = fg__store_update(&srv->store, r->type, r->ns, r->name, scope, body, &out);
-        reply_result(srv, req, r, err, out, 200);
+        write_start(srv, req, r, scope, FG__PATCH_MERGE, body);
+        return;
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
         if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) && fg__read_body(srv, req, &body))
             return;

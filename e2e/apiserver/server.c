@@ -29,6 +29,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/apiserver/admit.h"
+#include "e2e/apiserver/hook_client.h"
 
 #define DEFAULT_BOOKMARK_MS 1000u
 #define DEFAULT_MAX_BODY (3u << 20)
@@ -90,6 +91,7 @@ enum fg_err fg__server_listen(struct fg_apiserver *srv, char *errmsg)
 static void close_http(struct fg_apiserver *srv)
 {
     fg__delayed_flush(srv);
+    fg__writes_flush(srv);
     if (srv->http)
         evhttp_free(srv->http);
     srv->http = NULL;
@@ -164,7 +166,7 @@ enum fg_err fg_apiserver_new(const struct fg_apiserver_opts *opts, struct fg_api
     srv->store.on_event_ud = srv;
     srv->base = event_base_new();
     srv->scratch = evbuffer_new();
-    if (!srv->base || !srv->scratch) {
+    if (!srv->base || !srv->scratch || fg__hook_client_new(srv->base, &srv->hooks) != FG_OK) {
         err = fg_errmsg(errmsg, FG_E_NOMEM, "cannot create the event loop");
         goto out_free;
     }
@@ -183,6 +185,7 @@ void fg_apiserver_free(struct fg_apiserver *srv)
         return;
     fg_apiserver_stop(srv);
     close_http(srv);
+    fg__hook_client_free(srv->hooks);
     if (srv->scratch)
         evbuffer_free(srv->scratch);
     if (srv->base)

@@ -6,7 +6,8 @@
  * http_objects.c (GET/POST/PUT/PATCH/DELETE of objects), protobuf.c (protobuf request bodies, protobuf.h),
  * http_list.c (LIST, paging), http_discovery.c (aggregated and legacy discovery), openapi.c (OpenAPI v3), table.c (Tables),
  * watch.c (watch streams and the event fan-out), admin.c (the /fracgpu-test/ control paths), state.c
- * (state files). Admission (CRDs, schemas, webhooks) sits below, in admit.h. Nothing outside
+ * (state files). Admission (CRDs, schemas, webhooks) sits below, in admit.h; a write waiting for a
+ * webhook is an fg__write, suspended without blocking the loop. Nothing outside
  * e2e/apiserver includes this header. Everything here runs on the loop thread.
  *
  * Watches: each watch is an fg__watcher holding its evhttp request while the chunked reply is
@@ -24,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/apiserver/registry.h"
 #include "e2e/apiserver/selector.h"
@@ -70,6 +72,22 @@ struct fg__route {
     char *sub;  /* subresource or NULL */
 };
 
+/* A create, update or patch of an object (http_objects.c), kept while an admission webhook it
+ * needs has not answered; linked in srv->writes meanwhile. The request may lose its connection in
+ * the meantime: libevent then detaches it, and the reply sent at the end frees it. */
+struct fg__write {
+    struct fg__write *prev, *next;
+    bool suspended; /* linked in srv->writes */
+    struct fg_apiserver *srv;
+    struct evhttp_request *req;
+    struct fg__route route; /* its own copies */
+    enum evhttp_cmd_type cmd;
+    enum fg__write_scope scope;
+    enum fg__patch_kind kind;
+    json_object *body;
+    struct fg__admission adm;
+};
+
 struct fg_apiserver {
     char *host;
     uint16_t port;
@@ -84,6 +102,8 @@ struct fg_apiserver {
     struct fg__watcher *watchers;
     size_t nwatchers;
     struct fg__delayed *delayed;
+    struct fg__write *writes;       /* writes waiting for a webhook */
+    struct fg__hook_client *hooks;  /* admission webhook calls (hook_client.h) */
     struct fg__fault fault;
     uint32_t latency_ms;
     uint32_t down_ms;
@@ -126,10 +146,15 @@ enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_reque
                                    json_object **out) FG_MUST_USE;
 /* Drops the requests waiting out injected latency, before their connections are closed. */
 void fg__delayed_flush(struct fg_apiserver *srv);
+/* A request libevent detached from its closed connection is ours to release; replying frees it.
+ * Returns whether req was such a request. */
+bool fg__release_if_detached(struct evhttp_request *req);
 
 /* http_objects.c */
 void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
                      const struct evkeyvalq *query);
+/* Drops the writes waiting for webhooks (their calls cancelled), before their connections are closed. */
+void fg__writes_flush(struct fg_apiserver *srv);
 
 /* list_opts.c: a collection GET's query parameters, parsed as kube-apiserver decodes ListOptions. */
 struct fg__list_opts {

@@ -64,6 +64,7 @@ struct fg__store {
     uint64_t floor;
     fg__store_event_fn *on_event;
     void *on_event_ud;
+    struct fg__admission *admission; /* the webhook calls of the write being run (admit.h), or NULL */
 };
 
 void fg__store_init(struct fg__store *st, struct fg__registry *reg, size_t history);

@@ -12,12 +12,16 @@
  * base64 JSONPatch is applied to the object. A call that fails or times out (timeoutSeconds, default
  * 10) refuses the write with 500 under failurePolicy Fail (the default) and is skipped under Ignore.
  *
- * The call blocks the server's loop for at most timeoutSeconds: this is a test server, and a
- * webhook served by the test itself runs on a thread of its own.
+ * Calls do not block the loop: each goes out through the server's asynchronous client
+ * (hook_client.h) and the write waiting for it is suspended and run again from the start when it
+ * ends, the webhooks already called answering from their recorded replies (struct fg__admission in
+ * admit.h). A run again recomputes what the write generates (uid, creationTimestamp, a generateName
+ * suffix), so those may differ from what the webhook saw. Writes made by the server itself (binding,
+ * eviction, seeding namespaces) call no webhooks, as kube-apiserver's rules on `pods` do not match the
+ * pods/binding and pods/eviction subresources.
  */
 #include "e2e/apiserver/admit.h"
 
-#include <curl/curl.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/hook_client.h"
 #include "e2e/apiserver/patch.h"
 #include "e2e/apiserver/selector.h"
 #include "e2e/apiserver/status.h"
@@ -147,62 +152,131 @@ static unsigned char *base64_decode(const char *s, size_t *len)
     return out;
 }
 
-static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+static void new_uid(char out[33])
 {
-    return fg_buf_append(arg, data, size * nmemb) == FG_OK ? size * nmemb : 0;
+    unsigned char b[16];
+    if (RAND_bytes(b, sizeof(b)) != 1)
+        abort(); /* OpenSSL's generator fails only when it cannot seed itself */
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-/* POSTs the review; FG_OK with *reply the parsed response object, else a reason in errmsg. */
-static enum fg_err call(json_object *hook, const char *url, long timeout_s, json_object *doc, json_object **reply,
-                        char *errmsg)
+struct fg__hook_reply {
+    char *key;       /* "configuration/webhook" the call went to */
+    char uid[33];    /* the review's uid */
+    enum fg_err err; /* FG_E_BUSY while in flight */
+    json_object *reply;
+    char msg[FG_ERRMSG_MAX];
+};
+
+void fg__admission_init(struct fg__admission *a, struct fg__hook_client *client, void (*on_ready)(void *ud),
+                        void *ud)
 {
-    *reply = NULL;
+    memset(a, 0, sizeof(*a));
+    a->client = client;
+    a->on_ready = on_ready;
+    a->ud = ud;
+}
+
+/* Forgets the replies from index `from` on. */
+static void truncate_replies(struct fg__admission *a, size_t from)
+{
+    for (size_t i = from; i < a->n; i++) {
+        free(a->v[i].key);
+        json_object_put(a->v[i].reply);
+    }
+    if (from < a->n)
+        a->n = from;
+}
+
+void fg__admission_cleanup(struct fg__admission *a)
+{
+    if (a->pending)
+        fg__hook_call_cancel(a->pending);
+    truncate_replies(a, 0);
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+static void on_call_done(void *ud, enum fg_err err, json_object *reply, const char *errmsg)
+{
+    struct fg__admission *a = ud;
+    struct fg__hook_reply *r = &a->v[a->n - 1];
+    a->pending = NULL;
+    r->err = err;
+    r->reply = reply;
+    snprintf(r->msg, sizeof(r->msg), "%s", errmsg);
+    a->on_ready(a->ud);
+}
+
+/* Starts the call of one webhook with the review; FG_E_BUSY once it is in flight, else the reason. */
+static enum fg_err start_call(struct fg__admission *a, json_object *hook, const char *key, const char *url,
+                              long timeout_s, const struct fg__type *type, const char *op, json_object *obj,
+                              json_object *cur, char *errmsg)
+{
     const char *ca_b64 = fg_json_get_str(hook, "clientConfig", "caBundle", NULL);
     size_t ca_len = 0;
     unsigned char *ca = ca_b64 ? base64_decode(ca_b64, &ca_len) : NULL;
     if (ca_b64 && !ca)
         return fg_errmsg(errmsg, FG_E_INVAL, "caBundle is not base64");
-    CURL *curl = curl_easy_init();
-    if (!curl) {
-        free(ca);
-        return fg_errmsg(errmsg, FG_E_NOMEM, "cannot create an HTTP client");
+    truncate_replies(a, a->next);
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 4;
+        a->v = fg_realloc(a->v, a->cap * sizeof(*a->v));
     }
-    struct fg_buf body;
-    fg_buf_init(&body, MAX_REPLY);
+    struct fg__hook_reply *r = &a->v[a->n];
+    memset(r, 0, sizeof(*r));
+    new_uid(r->uid);
+    json_object *doc = review(type, r->uid, op, obj, cur);
     char *full_url = fg_asprintf("%s%stimeout=%lds", url, strchr(url, '?') ? "&" : "?", timeout_s);
-    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Accept: application/json");
     const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    curl_easy_setopt(curl, CURLOPT_URL, full_url);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, text);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_s * 1000L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-    if (ca) {
-        struct curl_blob blob = { .data = ca, .len = ca_len, .flags = CURL_BLOB_COPY };
-        curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+    enum fg_err err = fg__hook_client_post(a->client, full_url, ca, ca_len, timeout_s, text, on_call_done, a,
+                                           &a->pending, errmsg);
+    if (!err) {
+        r->key = fg_strdup(key);
+        r->err = FG_E_BUSY;
+        a->n++;
+        err = FG_E_BUSY;
     }
-    enum fg_err err = FG_OK;
-    CURLcode rc = curl_easy_perform(curl);
-    long code = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
-    if (rc == CURLE_OPERATION_TIMEDOUT)
-        err = fg_errmsg(errmsg, FG_E_TIMEOUT, "failed to call webhook: Post \"%s\": context deadline exceeded",
-                        full_url);
-    else if (rc != CURLE_OK)
-        err = fg_errmsg(errmsg, FG_E_IO, "failed to call webhook: Post \"%s\": %s", full_url, curl_easy_strerror(rc));
-    else if (code != 200)
-        err = fg_errmsg(errmsg, FG_E_IO, "received invalid webhook response: HTTP %ld", code);
-    else if (fg_json_parse(fg_buf_str(&body), body.len, MAX_REPLY, reply, errmsg) != FG_OK)
-        err = fg_errmsg(errmsg, FG_E_PARSE, "received invalid webhook response: not JSON");
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
-    fg_buf_cleanup(&body);
     free(full_url);
+    json_object_put(doc);
     free(ca);
     return err;
+}
+
+/* The reply of the call of this webhook in this run: FG_OK with *reply (borrowed) and uid, FG_E_BUSY
+ * while the call is in flight (started now when there was none), or the call's failure in errmsg. */
+static enum fg_err hook_reply(struct fg__admission *a, json_object *hook, const char *key, const struct fg__type *type,
+                              const char *op, json_object *obj, json_object *cur, json_object **reply,
+                              const char **uid, char *errmsg)
+{
+    const char *url = fg_json_get_str(hook, "clientConfig", "url", NULL);
+    int64_t timeout_s = DEFAULT_TIMEOUT_S;
+    fg_json_get_int64(hook, &timeout_s, "timeoutSeconds", NULL);
+    if (timeout_s < 1 || timeout_s > 30)
+        timeout_s = DEFAULT_TIMEOUT_S;
+    if (!url)
+        return fg_errmsg(errmsg, FG_E_INVAL, "only clientConfig.url is supported");
+    if (a->next >= a->n || strcmp(a->v[a->next].key, key))
+        return start_call(a, hook, key, url, (long)timeout_s, type, op, obj, cur, errmsg);
+    struct fg__hook_reply *r = &a->v[a->next++];
+    *reply = r->reply;
+    *uid = r->uid;
+    snprintf(errmsg, FG_ERRMSG_MAX, "%s", r->msg);
+    return r->err;
+}
+
+/* Is the reply an admission.k8s.io/v1 AdmissionReview answering this uid? The reason in errmsg if not. */
+static enum fg_err check_reply(json_object *reply, const char *uid, char *errmsg)
+{
+    const char *got = fg_json_get_str(reply, "response", "uid", NULL);
+    if (!fg_str_eq(fg_json_get_str(reply, "apiVersion", NULL), "admission.k8s.io/v1") ||
+        !fg_str_eq(fg_json_get_str(reply, "kind", NULL), "AdmissionReview"))
+        return fg_errmsg(errmsg, FG_E_PARSE, "received invalid webhook response: expected an admission.k8s.io/v1 "
+                         "AdmissionReview");
+    if (!fg_str_eq(got, uid))
+        return fg_errmsg(errmsg, FG_E_PARSE, "expected response.uid=\"%s\", got \"%s\"", uid, got ? got : "");
+    return FG_OK;
 }
 
 /* Applies a mutating webhook's base64 JSONPatch to *obj (replaced). */
@@ -227,35 +301,22 @@ static enum fg_err apply_patch(json_object *response, json_object **obj, char *e
     return err;
 }
 
-static void new_uid(char out[33])
-{
-    unsigned char b[16];
-    if (RAND_bytes(b, sizeof(b)) != 1)
-        abort(); /* OpenSSL's generator fails only when it cannot seed itself */
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
-/* Calls one webhook; FG_OK (possibly with *obj mutated) or an error with *out the Status. */
-static enum fg_err run_hook(json_object *hook, const struct fg__type *type, const char *op, json_object *cur,
-                            json_object **obj, bool mutating, json_object **out)
+/* Calls one webhook; FG_OK (possibly with *obj mutated), FG_E_BUSY while its call is in flight, or
+ * an error with *out the Status. */
+static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const char *key, const struct fg__type *type,
+                            const char *op, json_object *cur, json_object **obj, bool mutating, json_object **out)
 {
     const char *name = fg_json_get_str(hook, "name", NULL);
-    const char *url = fg_json_get_str(hook, "clientConfig", "url", NULL);
     bool ignore = fg_str_eq(fg_json_get_str(hook, "failurePolicy", NULL), "Ignore");
-    int64_t timeout_s = DEFAULT_TIMEOUT_S;
-    fg_json_get_int64(hook, &timeout_s, "timeoutSeconds", NULL);
-    if (timeout_s < 1 || timeout_s > 30)
-        timeout_s = DEFAULT_TIMEOUT_S;
-    char uid[33], msg[FG_ERRMSG_MAX];
-    new_uid(uid);
-    json_object *doc = review(type, uid, op, *obj, cur), *reply = NULL;
-    enum fg_err err = url ? call(hook, url, (long)timeout_s, doc, &reply, msg)
-                          : fg_errmsg(msg, FG_E_INVAL, "only clientConfig.url is supported");
+    char msg[FG_ERRMSG_MAX];
+    json_object *reply = NULL;
+    const char *uid = NULL;
+    enum fg_err err = hook_reply(a, hook, key, type, op, *obj, cur, &reply, &uid, msg);
+    if (err == FG_E_BUSY)
+        return err;
+    if (!err)
+        err = check_reply(reply, uid, msg);
     json_object *response = fg_json_get(reply, "response", NULL);
-    if (!err && !fg_str_eq(fg_json_get_str(response, "uid", NULL), uid))
-        err = fg_errmsg(msg, FG_E_PARSE, "expected response.uid=\"%s\", got \"%s\"", uid,
-                        fg_json_get_str(response, "uid", NULL) ? fg_json_get_str(response, "uid", NULL) : "");
     if (!err && !json_object_get_boolean(fg_json_get(response, "allowed", NULL))) {
         int64_t code = 400;
         fg_json_get_int64(response, &code, "status", "code", NULL);
@@ -264,8 +325,7 @@ static enum fg_err run_hook(json_object *hook, const struct fg__type *type, cons
                                  why ? ": " : "", why ? why : "");
         *out = fg__status_new((int)code, fg_json_get_str(response, "status", "reason", NULL), text, NULL);
         free(text);
-        err = code == 403 ? FG_E_KUBE_FORBIDDEN : FG_E_KUBE_BAD_REQUEST;
-        goto out;
+        return code == 403 ? FG_E_KUBE_FORBIDDEN : FG_E_KUBE_BAD_REQUEST;
     }
     if (!err && mutating)
         err = apply_patch(response, obj, msg);
@@ -277,16 +337,13 @@ static enum fg_err run_hook(json_object *hook, const struct fg__type *type, cons
         free(text);
         err = FG_E_KUBE_INTERNAL;
     }
-out:
-    json_object_put(reply);
-    json_object_put(doc);
     return err;
 }
 
 enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
                               bool mutating, json_object **out)
 {
-    if (!strcmp(type->group, "admissionregistration.k8s.io"))
+    if (!st->admission || !strcmp(type->group, "admissionregistration.k8s.io"))
         return FG_OK;
     const struct fg__type *cfg_type = fg__registry_find(st->reg, "admissionregistration.k8s.io", "v1",
                                                         mutating ? "mutatingwebhookconfigurations"
@@ -300,8 +357,14 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
         for (size_t k = 0; !err && json_object_is_type(hooks, json_type_array) && k < json_object_array_length(hooks);
              k++) {
             json_object *hook = json_object_array_get_idx(hooks, k);
-            if (hook_applies(st, hook, type, op, *obj))
-                err = run_hook(hook, type, op, cur, obj, mutating, out);
+            if (!hook_applies(st, hook, type, op, *obj))
+                continue;
+            const char *cfg_name = fg_json_get_str(cfg, "metadata", "name", NULL);
+            const char *hook_name = fg_json_get_str(hook, "name", NULL);
+            char *key = fg_asprintf("%s/%s/%s", mutating ? "mutating" : "validating", cfg_name ? cfg_name : "",
+                                    hook_name ? hook_name : "");
+            err = run_hook(st->admission, hook, key, type, op, cur, obj, mutating, out);
+            free(key);
         }
         json_object_put(cfg);
         if (err)

@@ -71,6 +71,8 @@ bool tc_wait_watchers(const char *base, long n);
 /* Creates an object: POST body to path and asserts 201. Returns the stored resourceVersion. */
 long tc_create(const char *base, const char *path, const char *body);
 void tc_sleep_ms(long ms);
+/* Milliseconds on the monotonic clock. */
+long tc_now_ms(void);
 /* Performs the request and asserts a Failure Status with this code and reason whose message holds
  * msg_part (when not NULL). */
 void tc_expect_status(const char *base, const char *method, const char *path, const char *ct, const char *body,

@@ -42,13 +42,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static json_object *admin(const char *path, long want_code)
 {
     struct tc_reply r;
@@ -142,17 +135,17 @@ static void injected_latency(void **state)
 {
     (void)state;
     assert_int_equal(admin_int("/fracgpu-test/latency?ms=300", "latencyMs"), 300);
-    long t0 = now_ms();
+    long t0 = tc_now_ms();
     assert_int_equal(get_code("/version"), 200);
-    long slow = now_ms() - t0;
+    long slow = tc_now_ms() - t0;
     assert_true(slow >= 290);
-    t0 = now_ms();
+    t0 = tc_now_ms();
     assert_int_equal(get_code("/fracgpu-test/stats"), 200);
-    assert_true(now_ms() - t0 < 250);
+    assert_true(tc_now_ms() - t0 < 250);
     admin_int("/fracgpu-test/latency?ms=0", "latencyMs");
-    t0 = now_ms();
+    t0 = tc_now_ms();
     assert_int_equal(get_code("/version"), 200);
-    assert_true(now_ms() - t0 < 250);
+    assert_true(tc_now_ms() - t0 < 250);
 }
 
 static void delayed_requests_survive_restart_and_hangups(void **state)
@@ -166,16 +159,16 @@ static void delayed_requests_survive_restart_and_hangups(void **state)
     tc_watch_stop(&gone);
     /* a request still waiting when the server restarts: its connection closes with the rest */
     struct tc_watch waiting;
-    long t0 = now_ms();
+    long t0 = tc_now_ms();
     tc_watch_start(&waiting, BASE, "/version", 20000);
     tc_sleep_ms(100);
     json_object_put(admin("/fracgpu-test/restart?downMs=100", 200));
     assert_true(tc_watch_wait_done(&waiting, WAIT_MS));
-    assert_true(now_ms() - t0 < 1900); /* cut by the restart, not answered after the latency */
+    assert_true(tc_now_ms() - t0 < 1900); /* cut by the restart, not answered after the latency */
     tc_watch_stop(&waiting);
-    long deadline = now_ms() + 5000;
+    long deadline = tc_now_ms() + 5000;
     struct tc_reply r;
-    while (tc_request(BASE, "POST", "/fracgpu-test/latency?ms=0", NULL, NULL, &r) != CURLE_OK && now_ms() < deadline) {
+    while (tc_request(BASE, "POST", "/fracgpu-test/latency?ms=0", NULL, NULL, &r) != CURLE_OK && tc_now_ms() < deadline) {
         tc_reply_cleanup(&r);
         tc_sleep_ms(50);
     }
@@ -220,10 +213,10 @@ static void restart_keeps_data(void **state)
     assert_int_not_equal(tc_request(BASE, "GET", "/version", NULL, NULL, &r), CURLE_OK);
     tc_reply_cleanup(&r);
     /* back on the same port, bounded wait */
-    long deadline = now_ms() + 5000;
+    long deadline = tc_now_ms() + 5000;
     CURLcode rc;
     while ((rc = tc_request(BASE, "GET", "/api/v1/namespaces/default/pods/survivor", NULL, NULL, &r)) != CURLE_OK &&
-           now_ms() < deadline) {
+           tc_now_ms() < deadline) {
         tc_reply_cleanup(&r);
         tc_sleep_ms(50);
     }
@@ -278,9 +271,9 @@ static void stop_process(pid_t pid)
 {
     kill(pid, SIGTERM);
     int status = 0;
-    long deadline = now_ms() + 10000;
+    long deadline = tc_now_ms() + 10000;
     while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (now_ms() > deadline) {
+        if (tc_now_ms() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             fail_msg("server did not exit on SIGTERM");

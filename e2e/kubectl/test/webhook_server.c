@@ -52,11 +52,21 @@ static char *read_request(SSL *ssl)
     return body;
 }
 
-static void answer(struct kcw_server *w, SSL *ssl, const char *body)
+/* One write for head and body: two small segments would meet Nagle and delayed ACKs (40 ms). */
+static void write_reply(SSL *ssl, const char *text)
+{
+    char *msg = fg_asprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                            strlen(text), text);
+    SSL_write(ssl, msg, (int)strlen(msg));
+    free(msg);
+}
+
+/* Answers one review; false when the request was not one (the connection is then closed). */
+static bool answer(struct kcw_server *w, SSL *ssl, const char *body)
 {
     json_object *doc = NULL;
     if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK)
-        return;
+        return false;
     pthread_mutex_lock(&w->mu);
     w->reviews++;
     const char *op = fg_json_get_str(doc, "request", "operation", NULL);
@@ -64,11 +74,17 @@ static void answer(struct kcw_server *w, SSL *ssl, const char *body)
     snprintf(w->last_op, sizeof(w->last_op), "%s", op ? op : "");
     snprintf(w->last_kind, sizeof(w->last_kind), "%s", kind ? kind : "");
     enum kcw_mode mode = w->mode;
+    unsigned delay_ms = mode == KCW_SLOW ? KCW_SLOW_MS : w->delay_ms;
     pthread_mutex_unlock(&w->mu);
-    if (mode == KCW_SLOW)
-        usleep(KCW_SLOW_MS * 1000);
+    if (delay_ms)
+        usleep(delay_ms * 1000);
+    if (mode == KCW_NOT_JSON) {
+        write_reply(ssl, "this is not JSON");
+        json_object_put(doc);
+        return true;
+    }
     json_object *resp = json_object_new_object();
-    fg_json_set_str(resp, "uid", fg_json_get_str(doc, "request", "uid", NULL));
+    fg_json_set_str(resp, "uid", mode == KCW_WRONG_UID ? "not-the-uid" : fg_json_get_str(doc, "request", "uid", NULL));
     json_object_object_add(resp, "allowed", json_object_new_boolean(mode != KCW_DENY));
     if (mode == KCW_MUTATE) {
         static const char patch[] =
@@ -84,16 +100,66 @@ static void answer(struct kcw_server *w, SSL *ssl, const char *body)
     }
     json_object *out = json_object_new_object();
     fg_json_set_str(out, "apiVersion", "admission.k8s.io/v1");
-    fg_json_set_str(out, "kind", "AdmissionReview");
+    fg_json_set_str(out, "kind", mode == KCW_WRONG_KIND ? "Pod" : "AdmissionReview");
     json_object_object_add(out, "response", resp);
-    const char *text = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN);
-    char head[160];
-    int hn = snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                          "Content-Length: %zu\r\nConnection: close\r\n\r\n", strlen(text));
-    SSL_write(ssl, head, hn);
-    SSL_write(ssl, text, (int)strlen(text));
+    write_reply(ssl, json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN));
     json_object_put(out);
     json_object_put(doc);
+    return true;
+}
+
+struct conn {
+    struct kcw_server *w;
+    int fd;
+    size_t slot;
+};
+
+/* One connection: reviews answered until the peer closes it, it idles 5 s or the server stops. */
+static void *serve_conn(void *arg)
+{
+    struct conn *c = arg;
+    SSL *ssl = SSL_new(c->w->ctx);
+    SSL_set_fd(ssl, c->fd);
+    if (SSL_accept(ssl) == 1) {
+        char *body;
+        bool more = true;
+        while (more && (body = read_request(ssl))) {
+            more = answer(c->w, ssl, body);
+            free(body);
+        }
+        SSL_shutdown(ssl);
+    }
+    SSL_free(ssl);
+    pthread_mutex_lock(&c->w->mu);
+    c->w->conn_fds[c->slot] = -1;
+    c->w->conns--;
+    pthread_cond_broadcast(&c->w->cv);
+    pthread_mutex_unlock(&c->w->mu);
+    close(c->fd);
+    free(c);
+    return NULL;
+}
+
+/* Starts a thread for the accepted connection fd; closes it when there is no room. */
+static void start_conn(struct kcw_server *w, int fd)
+{
+    size_t n = sizeof(w->conn_fds) / sizeof(*w->conn_fds), slot = n;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < n && slot == n; i++)
+        if (w->conn_fds[i] < 0)
+            slot = i;
+    pthread_t t;
+    struct conn *c = fg_malloc(sizeof(*c));
+    *c = (struct conn){ w, fd, slot };
+    if (slot < n && pthread_create(&t, NULL, serve_conn, c) == 0) {
+        pthread_detach(t);
+        w->conn_fds[slot] = fd;
+        w->conns++;
+    } else {
+        close(fd);
+        free(c);
+    }
+    pthread_mutex_unlock(&w->mu);
 }
 
 static void *serve(void *arg)
@@ -113,17 +179,7 @@ static void *serve(void *arg)
             continue;
         struct timeval tv = { 5, 0 };
         setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        SSL *ssl = SSL_new(w->ctx);
-        SSL_set_fd(ssl, c);
-        if (SSL_accept(ssl) == 1) {
-            char *body = read_request(ssl);
-            if (body)
-                answer(w, ssl, body);
-            free(body);
-            SSL_shutdown(ssl);
-        }
-        SSL_free(ssl);
-        close(c);
+        start_conn(w, c);
     }
     return NULL;
 }
@@ -156,7 +212,10 @@ bool kcw_start(struct kcw_server *w, const char *dir, enum kcw_mode mode)
     memset(w, 0, sizeof(*w));
     w->fd = -1;
     w->mode = mode;
+    for (size_t i = 0; i < sizeof(w->conn_fds) / sizeof(*w->conn_fds); i++)
+        w->conn_fds[i] = -1;
     pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
     if (!make_cert(w, dir)) {
         fprintf(stderr, "webhook server: cannot make a certificate with the openssl command\n");
         return false;
@@ -181,11 +240,27 @@ void kcw_stop(struct kcw_server *w)
     pthread_mutex_unlock(&w->mu);
     if (w->port)
         pthread_join(w->thread, NULL);
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < sizeof(w->conn_fds) / sizeof(*w->conn_fds); i++)
+        if (w->conn_fds[i] >= 0)
+            shutdown(w->conn_fds[i], SHUT_RDWR);
+    while (w->conns)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
     if (w->fd >= 0)
         close(w->fd);
     SSL_CTX_free(w->ctx);
     free(w->ca_b64);
+    pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
+}
+
+void kcw_set_mode(struct kcw_server *w, enum kcw_mode mode, unsigned delay_ms)
+{
+    pthread_mutex_lock(&w->mu);
+    w->mode = mode;
+    w->delay_ms = delay_ms;
+    pthread_mutex_unlock(&w->mu);
 }
 
 unsigned kcw_reviews(struct kcw_server *w)

@@ -2,10 +2,12 @@
  * webhook_server — an HTTPS admission webhook the kubectl tests serve themselves.
  *
  * It listens on 127.0.0.1 (port 0) with a certificate made by the openssl command for
- * IP:127.0.0.1, on a thread of its own, one connection at a time, and answers AdmissionReviews
- * according to its mode: MUTATE allows with a JSONPatch adding the label mutated-by=e2e-webhook,
- * SLOW allows after sleeping past any short timeoutSeconds, DENY refuses with "no pods today".
- * It counts the reviews it received and keeps the last one's operation and kind.
+ * IP:127.0.0.1, on a thread of its own that starts a thread per connection (kept alive for more
+ * reviews), and answers AdmissionReviews according to its mode: MUTATE allows with a JSONPatch
+ * adding the label mutated-by=e2e-webhook, SLOW allows after sleeping past any short
+ * timeoutSeconds, DENY refuses with "no pods today"; NOT_JSON, WRONG_UID and WRONG_KIND answer
+ * garbage (a body that is not JSON, another uid, a review of another kind). Every answer waits
+ * delay_ms first. It counts the reviews it received and keeps the last one's operation and kind.
  */
 #ifndef FG_E2E_KUBECTL_WEBHOOK_SERVER_H
 #define FG_E2E_KUBECTL_WEBHOOK_SERVER_H
@@ -15,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum kcw_mode { KCW_MUTATE, KCW_SLOW, KCW_DENY };
+enum kcw_mode { KCW_MUTATE, KCW_SLOW, KCW_DENY, KCW_NOT_JSON, KCW_WRONG_UID, KCW_WRONG_KIND };
 
 #define KCW_SLOW_MS 2500
 
@@ -25,8 +27,12 @@ struct kcw_server {
     SSL_CTX *ctx;
     pthread_t thread;
     pthread_mutex_t mu;
+    pthread_cond_t cv;
     bool stop;
-    enum kcw_mode mode;
+    enum kcw_mode mode;   /* under mu */
+    unsigned delay_ms;    /* under mu */
+    unsigned conns;       /* connection threads running, under mu */
+    int conn_fds[64];     /* their sockets (-1: free slot), under mu */
     unsigned reviews;     /* under mu */
     char last_op[16];     /* under mu */
     char last_kind[64];   /* under mu */
@@ -37,5 +43,7 @@ struct kcw_server {
 bool kcw_start(struct kcw_server *w, const char *dir, enum kcw_mode mode);
 void kcw_stop(struct kcw_server *w);
 unsigned kcw_reviews(struct kcw_server *w);
+/* Changes how the next reviews are answered. */
+void kcw_set_mode(struct kcw_server *w, enum kcw_mode mode, unsigned delay_ms);
 
 #endif

@@ -1,0 +1,389 @@
+/*
+ * Admission webhooks called without blocking the server: while one write waits for a slow
+ * webhook, other clients' GETs, writes and watch events are served at once; timeouts and garbage
+ * replies follow failurePolicy; a client leaving mid-call and a server stopped mid-call lose
+ * nothing and leak nothing; concurrent writes each get their own call. The webhook is the HTTPS
+ * test webhook the kubectl suite serves (e2e/kubectl/test/webhook_server.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/mem.h"
+#include "client.h"
+#include "e2e/kubectl/test/webhook_server.h"
+
+#define PODS "/api/v1/namespaces/default/pods"
+#define FAST_MS 100
+
+struct ctx {
+    struct tc_server server;
+    struct kcw_server wh;
+    char dir[64];
+};
+
+static int setup(void **state)
+{
+    struct ctx *c = fg_calloc(1, sizeof(*c));
+    snprintf(c->dir, sizeof(c->dir), "/tmp/fg-webhook-XXXXXX");
+    assert_non_null(mkdtemp(c->dir));
+    assert_true(kcw_start(&c->wh, c->dir, KCW_MUTATE));
+    tc_server_start(&c->server, NULL);
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct ctx *c = *state;
+    if (c->server.srv)
+        tc_server_stop(&c->server);
+    kcw_stop(&c->wh);
+    char *cmd = fg_asprintf("rm -rf %s", c->dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    free(c);
+    return 0;
+}
+
+/* Registers a configuration (kind "Mutating" or "Validating") named `name` of `hooks` webhooks on pod
+ * operations `op` (CREATE, UPDATE), all served by wh, with this failurePolicy and timeoutSeconds. */
+static void add_config(struct ctx *c, const char *kind, const char *name, const char *op, int hooks,
+                       struct kcw_server *wh, const char *policy, int timeout_s)
+{
+    struct fg_buf b = FG_BUF_INIT;
+    int ok = fg_buf_printf(&b, "{\"apiVersion\":\"admissionregistration.k8s.io/v1\",\"kind\":\"%sWebhookConfiguration\","
+                           "\"metadata\":{\"name\":\"%s\"},\"webhooks\":[", kind, name) == FG_OK;
+    for (int i = 0; i < hooks && ok; i++)
+        ok = fg_buf_printf(&b, "%s{\"name\":\"h%d.%s.test.fracgpu.io\",\"admissionReviewVersions\":[\"v1\"],"
+                           "\"sideEffects\":\"None\",\"failurePolicy\":\"%s\",\"timeoutSeconds\":%d,"
+                           "\"clientConfig\":{\"url\":\"https://127.0.0.1:%u/hook\",\"caBundle\":\"%s\"},"
+                           "\"rules\":[{\"operations\":[\"%s\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+                           "\"resources\":[\"pods\"]}]}", i ? "," : "", i, name, policy, timeout_s, wh->port,
+                           wh->ca_b64, op) == FG_OK;
+    assert_true(ok && fg_buf_puts(&b, "]}") == FG_OK);
+    char *path = fg_asprintf("/apis/admissionregistration.k8s.io/v1/%swebhookconfigurations",
+                             !strcmp(kind, "Mutating") ? "mutating" : "validating");
+    tc_create(c->server.base, path, fg_buf_str(&b));
+    free(path);
+    fg_buf_cleanup(&b);
+}
+
+/* One mutating webhook on pod creates, served by the test's webhook. */
+static void add_hook(struct ctx *c, const char *policy, int timeout_s)
+{
+    add_config(c, "Mutating", "test", "CREATE", 1, &c->wh, policy, timeout_s);
+}
+
+static char *pod_body(const char *name)
+{
+    return fg_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":"
+                       "{\"app\":\"web\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", name);
+}
+
+/* POSTs pod `name` and returns the reply's code (0 when none came); *json (when not NULL) gets the
+ * body (caller puts). Asserts nothing, so threads may call it. */
+static long try_create_pod(const char *base, const char *name, json_object **json)
+{
+    char *body = pod_body(name);
+    struct tc_reply r;
+    long code = tc_request(base, "POST", PODS, "application/json", body, &r) == CURLE_OK ? r.code : 0;
+    if (json)
+        *json = json_object_get(r.json);
+    tc_reply_cleanup(&r);
+    free(body);
+    return code;
+}
+
+static long create_pod(struct ctx *c, const char *name, json_object **json)
+{
+    long code = try_create_pod(c->server.base, name, json);
+    assert_true(code > 0);
+    return code;
+}
+
+static long get_code(struct ctx *c, const char *path)
+{
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "GET", path, NULL, NULL, &r), CURLE_OK);
+    long code = r.code;
+    tc_reply_cleanup(&r);
+    return code;
+}
+
+struct creator {
+    struct ctx *c;
+    char base[64];
+    char name[32];
+    pthread_t thread;
+    long code;
+    json_object *json;
+};
+
+static void *create_thread(void *arg)
+{
+    struct creator *k = arg;
+    k->code = try_create_pod(k->base, k->name, &k->json);
+    return NULL;
+}
+
+static void wait_reviews(struct ctx *c, unsigned n)
+{
+    for (int i = 0; i < 500 && kcw_reviews(&c->wh) < n; i++)
+        tc_sleep_ms(10);
+    assert_true(kcw_reviews(&c->wh) >= n);
+}
+
+/* A webhook taking 2.5 s: meanwhile GETs, another write and a watch event come within 100 ms. */
+static void test_slow_webhook_does_not_block(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 10);
+    kcw_set_mode(&c->wh, KCW_SLOW, 0);
+    struct tc_watch w;
+    tc_watch_start(&w, c->server.base, "/api/v1/namespaces/default/configmaps?watch=1", 10000);
+    assert_true(tc_wait_watchers(c->server.base, 1));
+    struct creator k = { .c = c, .name = "slow" };
+    snprintf(k.base, sizeof(k.base), "%s", c->server.base);
+    long start = tc_now_ms();
+    assert_int_equal(pthread_create(&k.thread, NULL, create_thread, &k), 0);
+    wait_reviews(c, 1);
+    for (int i = 0; i < 5; i++) {
+        long t = tc_now_ms();
+        assert_int_equal(get_code(c, PODS), 200);
+        assert_int_equal(get_code(c, "/api/v1/namespaces/default"), 200);
+        assert_in_range(tc_now_ms() - t, 0, FAST_MS);
+    }
+    long t = tc_now_ms();
+    tc_create(c->server.base, "/api/v1/namespaces/default/configmaps", "{\"metadata\":{\"name\":\"cm\"}}");
+    json_object *ev = tc_watch_next(&w, FAST_MS);
+    assert_non_null(ev);
+    assert_string_equal(fg_json_get_str(ev, "type", NULL), "ADDED");
+    json_object_put(ev);
+    assert_in_range(tc_now_ms() - t, 0, FAST_MS);
+    assert_int_equal(get_code(c, PODS "/slow"), 404); /* still waiting for its webhook */
+    pthread_join(k.thread, NULL);
+    assert_int_equal(k.code, 201);
+    assert_true(tc_now_ms() - start >= KCW_SLOW_MS - 100);
+    json_object_put(k.json);
+    assert_int_equal(get_code(c, PODS "/slow"), 200);
+    tc_watch_stop(&w);
+}
+
+static void expect_failure(struct ctx *c, const char *name, const char *msg_part)
+{
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, name, &json), 500);
+    const char *msg = fg_json_get_str(json, "message", NULL);
+    assert_non_null(msg);
+    if (!strstr(msg, msg_part))
+        fail_msg("message \"%s\" lacks \"%s\"", msg, msg_part);
+    assert_string_equal(fg_json_get_str(json, "reason", NULL), "InternalError");
+    json_object_put(json);
+    char *path = fg_asprintf(PODS "/%s", name);
+    assert_int_equal(get_code(c, path), 404);
+    free(path);
+}
+
+static void expect_created_unmutated(struct ctx *c, const char *name)
+{
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, name, &json), 201);
+    assert_null(fg_json_get(json, "metadata", "labels", "mutated-by", NULL));
+    json_object_put(json);
+}
+
+static void test_timeout_fail(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 1);
+    kcw_set_mode(&c->wh, KCW_SLOW, 0);
+    long t = tc_now_ms();
+    expect_failure(c, "late", "context deadline exceeded");
+    assert_in_range(tc_now_ms() - t, 900, 2000);
+}
+
+static void test_timeout_ignore(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Ignore", 1);
+    kcw_set_mode(&c->wh, KCW_SLOW, 0);
+    long t = tc_now_ms();
+    expect_created_unmutated(c, "late");
+    assert_in_range(tc_now_ms() - t, 900, 2000);
+}
+
+/* Each kind of garbage refuses the create under Fail and lets it through unmutated under Ignore. */
+static void check_garbage(struct ctx *c, const char *policy)
+{
+    static const struct { enum kcw_mode mode; const char *msg; } cases[] = {
+        { KCW_NOT_JSON, "not JSON" },
+        { KCW_WRONG_UID, "expected response.uid" },
+        { KCW_WRONG_KIND, "AdmissionReview" },
+    };
+    add_hook(c, policy, 5);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        kcw_set_mode(&c->wh, cases[i].mode, 0);
+        char name[16];
+        snprintf(name, sizeof(name), "garbage-%zu", i);
+        if (!strcmp(policy, "Fail"))
+            expect_failure(c, name, cases[i].msg);
+        else
+            expect_created_unmutated(c, name);
+    }
+    assert_int_equal(kcw_reviews(&c->wh), 3);
+}
+
+static void test_garbage_fail(void **state) { check_garbage(*state, "Fail"); }
+static void test_garbage_ignore(void **state) { check_garbage(*state, "Ignore"); }
+
+/* The creating client gives up while the webhook is slow: the server finishes the write, replies
+ * into the void and goes on serving. */
+static void test_client_leaves_mid_call(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 10);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 1000);
+    char *body = pod_body("orphan");
+    char *url = fg_asprintf("%s" PODS, c->server.base);
+    CURL *curl = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 300L);
+    assert_int_equal(curl_easy_perform(curl), CURLE_OPERATION_TIMEDOUT);
+    curl_easy_cleanup(curl);
+    curl_slist_free_all(h);
+    free(url);
+    free(body);
+    assert_int_equal(get_code(c, PODS), 200);
+    for (int i = 0; i < 300 && get_code(c, PODS "/orphan") != 200; i++)
+        tc_sleep_ms(10);
+    json_object *pod = tc_get_json(c->server.base, PODS "/orphan");
+    assert_string_equal(fg_json_get_str(pod, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    json_object_put(pod);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "after", &json), 201);
+    json_object_put(json);
+}
+
+/* The server stops while a write waits for its webhook: the call is cancelled, nothing leaks. */
+static void test_stop_mid_call(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 10);
+    kcw_set_mode(&c->wh, KCW_SLOW, 0);
+    struct creator k = { .c = c, .name = "cut" };
+    snprintf(k.base, sizeof(k.base), "%s", c->server.base);
+    assert_int_equal(pthread_create(&k.thread, NULL, create_thread, &k), 0);
+    wait_reviews(c, 1);
+    tc_sleep_ms(50);
+    tc_server_stop(&c->server);
+    pthread_join(k.thread, NULL);
+    assert_true(k.code != 201);
+    json_object_put(k.json);
+}
+
+/* Two creates needing the webhook at once each get their call, side by side. */
+static void test_concurrent_creates(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 10);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 500);
+    struct creator k[2] = { { .c = c, .name = "one" }, { .c = c, .name = "two" } };
+    long t = tc_now_ms();
+    for (int i = 0; i < 2; i++) {
+        snprintf(k[i].base, sizeof(k[i].base), "%s", c->server.base);
+        assert_int_equal(pthread_create(&k[i].thread, NULL, create_thread, &k[i]), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(k[i].thread, NULL);
+        assert_int_equal(k[i].code, 201);
+        assert_string_equal(fg_json_get_str(k[i].json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+        json_object_put(k[i].json);
+    }
+    assert_in_range(tc_now_ms() - t, 500, 950); /* side by side, not one after the other */
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+}
+
+/* Two mutating webhooks, then a validating one that denies: each is called once, in order, the write
+ * waiting for each in turn, and the denial is the answer. */
+static void test_webhooks_in_order(void **state)
+{
+    struct ctx *c = *state;
+    struct kcw_server deny;
+    assert_true(kcw_start(&deny, c->dir, KCW_DENY));
+    add_config(c, "Mutating", "first", "CREATE", 2, &c->wh, "Fail", 5);
+    add_config(c, "Validating", "last", "CREATE", 1, &deny, "Fail", 5);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 100);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "denied", &json), 400);
+    assert_string_equal(fg_json_get_str(json, "message", NULL),
+                        "admission webhook \"h0.last.test.fracgpu.io\" denied the request: no pods today");
+    json_object_put(json);
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+    assert_int_equal(kcw_reviews(&deny), 1);
+    assert_int_equal(get_code(c, PODS "/denied"), 404);
+    kcw_stop(&deny);
+}
+
+/* A PATCH and a PUT wait for an UPDATE webhook the same way, and its JSONPatch lands on the result. */
+static void test_update_waits_for_webhook(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("web");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_config(c, "Mutating", "updates", "UPDATE", 1, &c->wh, "Fail", 5);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 300);
+    struct tc_reply r;
+    long t = tc_now_ms();
+    assert_int_equal(tc_request(c->server.base, "PATCH", PODS "/web", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"tier\":\"front\"}}}", &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PATCH: %ld %s", r.code, r.body);
+    assert_true(tc_now_ms() - t >= 300);
+    assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "tier", NULL), "front");
+    assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    tc_reply_cleanup(&r);
+    json_object *pod = tc_get_json(c->server.base, PODS "/web");
+    json_object *labels = json_object_new_object(); /* back to app=web alone */
+    fg_json_set_str(labels, "app", "web");
+    json_object_object_add(fg_json_get(pod, "metadata", NULL), "labels", labels);
+    assert_int_equal(tc_request(c->server.base, "PUT", PODS "/web", "application/json",
+                                json_object_to_json_string(pod), &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PUT: %ld %s", r.code, r.body);
+    assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    assert_null(fg_json_get(r.json, "metadata", "labels", "tier", NULL));
+    tc_reply_cleanup(&r);
+    json_object_put(pod);
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_slow_webhook_does_not_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_ignore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_ignore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_leaves_mid_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_mid_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
