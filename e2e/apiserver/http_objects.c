@@ -138,10 +138,39 @@ static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, 
     json_object_put(body);
 }
 
+/* A DELETE's options: the body when there is one, else the query parameters gracePeriodSeconds
+ * (a strconv.ParseInt integer, 400 otherwise) and propagationPolicy, as kube-apiserver decodes
+ * them. FG_OK with *out (NULL when none), else an error already replied. */
+static enum fg_err delete_options(struct fg_apiserver *srv, struct evhttp_request *req,
+                                  const struct evkeyvalq *query, json_object **out)
+{
+    *out = NULL;
+    if (evbuffer_get_length(evhttp_request_get_input_buffer(req)))
+        return fg__read_body(srv, req, out);
+    const char *grace = fg__query_get(query, "gracePeriodSeconds");
+    const char *policy = fg__query_get(query, "propagationPolicy");
+    if (!grace && !policy)
+        return FG_OK;
+    json_object *opts = json_object_new_object();
+    if (grace) {
+        char *end = NULL;
+        long long v = *grace ? strtoll(grace, &end, 10) : 0;
+        if (!*grace || *end || (grace[0] == '+' && !grace[1])) {
+            json_object_put(opts);
+            fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "strconv.ParseInt: parsing \"%s\": invalid syntax", grace);
+            return FG_E_KUBE_BAD_REQUEST;
+        }
+        json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int64(v));
+    }
+    if (policy)
+        fg_json_set_str(opts, "propagationPolicy", policy);
+    *out = opts;
+    return FG_OK;
+}
+
 void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
                      const struct evkeyvalq *query)
 {
-    (void)query;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     json_object *body = NULL, *out = NULL;
     enum fg__write_scope scope;
@@ -182,7 +211,7 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         err = fg__store_update(&srv->store, r->type, r->ns, r->name, scope, body, &out);
         reply_result(srv, req, r, err, out, 200);
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
-        if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) && fg__read_body(srv, req, &body))
+        if (delete_options(srv, req, query, &body))
             return;
         err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
         reply_result(srv, req, r, err, out, 200);

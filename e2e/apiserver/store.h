@@ -113,9 +113,11 @@ enum fg_err fg__store_update(struct fg__store *st, const struct fg__type *type, 
 enum fg_err fg__store_patch(struct fg__store *st, const struct fg__type *type, const char *ns, const char *name,
                             enum fg__write_scope scope, enum fg__patch_kind kind, json_object *patch,
                             json_object **out) FG_MUST_USE;
-/* options: a DeleteOptions body or NULL (preconditions.resourceVersion / uid are honoured). An object
- * with finalizers only gets deletionTimestamp; it goes once an update empties its finalizers.
- * Deleting a namespace deletes every object in it. */
+/* options: a DeleteOptions body or NULL (preconditions.resourceVersion / uid, gracePeriodSeconds,
+ * propagationPolicy are honoured). A pod bound to a node and still running is deleted gracefully
+ * (deletionTimestamp = now + grace; it goes with a DELETE of grace 0); an object with finalizers,
+ * some set by the propagation policy, only gets deletionTimestamp and goes once an update empties
+ * its finalizers. Deleting a namespace deletes every object in it. */
 enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, const char *ns, const char *name,
                              json_object *options, json_object **out) FG_MUST_USE;
 /* POST pods/NAME/binding: sets spec.nodeName and the PodScheduled condition, copies the binding's

@@ -7,6 +7,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "base/err.h"
 #include "e2e/apiserver/store.h"
@@ -22,6 +23,8 @@ enum fg_err fg__write_invalid(json_object **out, const struct fg__type *type, co
 enum fg_err fg__write_not_found(json_object **out, const struct fg__type *type, const char *name);
 /* Sets meta[field] to the current time, RFC 3339 in UTC. */
 void fg__write_set_now(json_object *meta, const char *field);
+/* Sets meta[field] to t, RFC 3339 in UTC. */
+void fg__write_set_time(json_object *meta, const char *field, time_t t);
 /* Does obj have a non-empty metadata.finalizers? */
 bool fg__write_has_finalizers(json_object *obj);
 const struct fg__type *fg__write_namespaces_type(const struct fg__store *st);
