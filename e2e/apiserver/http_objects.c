@@ -1,6 +1,8 @@
 /*
  * http_objects — single-object requests: GET, PUT, PATCH and DELETE on .../PLURAL/NAME, GET, PUT and
- * PATCH on .../NAME/status, POST on .../pods/NAME/binding and .../eviction, and POST on a collection. The HTTP layer
+ * PATCH on .../NAME/status and .../pods/NAME/resize, POST on .../pods/NAME/binding and .../eviction,
+ * and POST on a collection. Any other subresource (pods/ephemeralcontainers among them) is 404
+ * NotFound without details, as kube-apiserver answers for a subresource it does not serve. The HTTP layer
  * only decodes (body, patch media type) and encodes; the semantics live in the store_*.c files.
  * GET replies straight from the stored text, without serializing again.
  */
@@ -115,6 +117,10 @@ static bool subresource_scope(struct evhttp_request *req, const struct fg__route
         return true;
     if (!strcmp(r->sub, "status") && fg__type_has_subresource(r->type, "status")) {
         *scope = FG__SCOPE_STATUS;
+        return true;
+    }
+    if (!strcmp(r->sub, "resize") && fg__type_has_subresource(r->type, "resize")) {
+        *scope = FG__SCOPE_RESIZE;
         return true;
     }
     fg__reply_error(req, FG_E_KUBE_NOT_FOUND, "the server could not find the requested resource (%s/%s)",

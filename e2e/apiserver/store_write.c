@@ -257,7 +257,13 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
         return fg__write_invalid(out, type, name, "metadata.name", "FieldValueInvalid",
                                  "Invalid value: field is immutable");
     }
-    obj = apply_scope(type, cur, obj, scope);
+    if (scope == FG__SCOPE_RESIZE) {
+        enum fg_err err = fg__write_resize(type, cur, &obj, out);
+        if (err)
+            return err;
+    } else {
+        obj = apply_scope(type, cur, obj, scope);
+    }
     meta = fg_json_get(obj, "metadata", NULL);
     static const char *const carried[] = { "uid", "creationTimestamp", "deletionTimestamp" };
     for (size_t i = 0; i < sizeof(carried) / sizeof(*carried); i++)
