@@ -75,6 +75,9 @@ void tc_sleep_ms(long ms);
  * msg_part (when not NULL). */
 void tc_expect_status(const char *base, const char *method, const char *path, const char *ct, const char *body,
                       long code, const char *reason, const char *msg_part);
+/* Performs the request, asserts the reply's code and returns the decoded body (caller puts). */
+json_object *tc_expect_json(const char *base, const char *method, const char *path, const char *ct,
+                            const char *body, long code);
 /* GETs path, asserts 200 and returns the decoded body (caller puts). */
 json_object *tc_get_json(const char *base, const char *path);
 

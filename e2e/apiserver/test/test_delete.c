@@ -46,12 +46,14 @@ static time_t parse_time(const char *s)
 /* DELETEs path (body may be NULL), asserts the code and returns the reply's JSON (caller puts). */
 static json_object *delete(const char *path, const char *body, long code)
 {
-    struct tc_reply r;
-    assert_int_equal(tc_request(BASE, "DELETE", path, body ? "application/json" : NULL, body, &r), CURLE_OK);
-    assert_int_equal(r.code, code);
-    json_object *o = json_object_get(r.json);
-    tc_reply_cleanup(&r);
-    return o;
+    return tc_expect_json(BASE, "DELETE", path, body ? "application/json" : NULL, body, code);
+}
+
+/* Empties the object's finalizers by a merge patch; returns the reply (caller puts). */
+static json_object *drop_finalizers(const char *path)
+{
+    return tc_expect_json(BASE, "PATCH", path, "application/merge-patch+json", "{\"metadata\":{\"finalizers\":null}}",
+                          200);
 }
 
 static int64_t grace_of(json_object *o)
@@ -111,13 +113,10 @@ static void bound_pod_terminates_gracefully(void **state)
     expect_event(&w, "MODIFIED", "g1");
 
     /* an update cannot move the deadline, nor does it end the grace period */
-    struct tc_reply r;
-    assert_int_equal(tc_request(BASE, "PATCH", PODS "/g1", "application/merge-patch+json",
-                                "{\"metadata\":{\"deletionGracePeriodSeconds\":0,\"labels\":{\"a\":\"b\"}}}", &r),
-                     CURLE_OK);
-    assert_int_equal(r.code, 200);
-    assert_int_equal(grace_of(r.json), 5);
-    tc_reply_cleanup(&r);
+    o = tc_expect_json(BASE, "PATCH", PODS "/g1", "application/merge-patch+json",
+                       "{\"metadata\":{\"deletionGracePeriodSeconds\":0,\"labels\":{\"a\":\"b\"}}}", 200);
+    assert_int_equal(grace_of(o), 5);
+    json_object_put(o);
     expect_event(&w, "MODIFIED", "g1");
 
     /* the kubelet's final DELETE */
@@ -174,12 +173,8 @@ static void pods_that_go_at_once(void **state)
         snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"done-%zu\"},\"spec\":{\"nodeName\":\"n1\"},"
                  "\"status\":{\"phase\":\"%s\"}}", i, phases[i]);
         tc_create(BASE, PODS, body);
-        snprintf(path, sizeof(path), PODS "/done-%zu", i);
-        struct tc_reply r;
         snprintf(path, sizeof(path), PODS "/done-%zu/status", i);
-        assert_int_equal(tc_request(BASE, "PATCH", path, "application/merge-patch+json", body, &r), CURLE_OK);
-        assert_int_equal(r.code, 200);
-        tc_reply_cleanup(&r);
+        json_object_put(tc_expect_json(BASE, "PATCH", path, "application/merge-patch+json", body, 200));
         snprintf(path, sizeof(path), PODS "/done-%zu", i);
         json_object_put(delete(path, NULL, 200));
         tc_expect_status(BASE, "GET", path, NULL, NULL, 404, "NotFound", NULL);
@@ -200,22 +195,16 @@ static void finalizers_and_grace(void **state)
     json_object *o = delete(PODS "/f1?gracePeriodSeconds=0", NULL, 200);
     assert_int_equal(grace_of(o), 0);
     json_object_put(o);
-    struct tc_reply r;
-    assert_int_equal(tc_request(BASE, "PATCH", PODS "/f1", "application/merge-patch+json",
-                                "{\"metadata\":{\"finalizers\":null}}", &r), CURLE_OK);
-    assert_int_equal(r.code, 200);
-    tc_reply_cleanup(&r);
+    json_object_put(drop_finalizers(PODS "/f1"));
     tc_expect_status(BASE, "GET", PODS "/f1", NULL, NULL, 404, "NotFound", NULL);
 
     /* finalizer gone during the grace period: the pod still waits for its final DELETE */
     tc_create(BASE, PODS, "{\"metadata\":{\"name\":\"f2\",\"finalizers\":[\"fracgpu.io/x\"]},"
                           "\"spec\":{\"nodeName\":\"n1\"}}");
     json_object_put(delete(PODS "/f2", "{\"gracePeriodSeconds\":10}", 200));
-    assert_int_equal(tc_request(BASE, "PATCH", PODS "/f2", "application/merge-patch+json",
-                                "{\"metadata\":{\"finalizers\":null}}", &r), CURLE_OK);
-    assert_int_equal(r.code, 200);
-    assert_int_equal(grace_of(r.json), 10);
-    tc_reply_cleanup(&r);
+    json_object *kept = drop_finalizers(PODS "/f2");
+    assert_int_equal(grace_of(kept), 10);
+    json_object_put(kept);
     json_object_put(delete(PODS "/f2?gracePeriodSeconds=0", NULL, 200));
     tc_expect_status(BASE, "GET", PODS "/f2", NULL, NULL, 404, "NotFound", NULL);
 }
@@ -244,11 +233,7 @@ static void propagation_policy(void **state)
     json_object_put(o);
     o = tc_get_json(BASE, CMS "/orphan"); /* waits for the garbage collector */
     json_object_put(o);
-    struct tc_reply r;
-    assert_int_equal(tc_request(BASE, "PATCH", CMS "/orphan", "application/merge-patch+json",
-                                "{\"metadata\":{\"finalizers\":null}}", &r), CURLE_OK);
-    assert_int_equal(r.code, 200);
-    tc_reply_cleanup(&r);
+    json_object_put(drop_finalizers(CMS "/orphan"));
     tc_expect_status(BASE, "GET", CMS "/orphan", NULL, NULL, 404, "NotFound", NULL);
 
     /* Foreground keeps the object's own finalizers and adds foregroundDeletion */

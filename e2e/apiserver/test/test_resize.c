@@ -54,22 +54,12 @@ static const char *container_field(json_object *pod, size_t i, const char *a, co
     return c ? fg_json_get_str(ctr, a, b, c, NULL) : fg_json_get_str(ctr, a, NULL);
 }
 
-static json_object *request(const char *method, const char *path, const char *ct, const char *body, long code)
-{
-    struct tc_reply r;
-    assert_int_equal(tc_request(BASE, method, path, ct, body, &r), CURLE_OK);
-    assert_int_equal(r.code, code);
-    json_object *o = json_object_get(r.json);
-    tc_reply_cleanup(&r);
-    return o;
-}
-
 static void resize_changes_only_resources(void **state)
 {
     (void)state;
     make_pod("r1");
     /* the image and label changes ride along and are dropped; the cpu change is taken */
-    json_object *o = request("PATCH", PODS "/r1/resize", STRATEGIC,
+    json_object *o = tc_expect_json(BASE, "PATCH", PODS "/r1/resize", STRATEGIC,
                              "{\"metadata\":{\"labels\":{\"app\":\"b\"}},\"spec\":{\"containers\":[{\"name\":\"main\","
                              "\"image\":\"img:2\",\"resources\":{\"requests\":{\"cpu\":\"1500m\"},"
                              "\"limits\":{\"cpu\":\"3\"}}}]}}", 200);
@@ -86,7 +76,7 @@ static void resize_changes_only_resources(void **state)
     json_object_put(o);
 
     /* merge patch and PUT (the whole pod) work the same way */
-    o = request("PATCH", PODS "/r1/resize", "application/json-patch+json",
+    o = tc_expect_json(BASE, "PATCH", PODS "/r1/resize", "application/json-patch+json",
                 "[{\"op\":\"replace\",\"path\":\"/spec/containers/1/resources/requests/cpu\",\"value\":\"200m\"},"
                 "{\"op\":\"replace\",\"path\":\"/spec/nodeName\",\"value\":\"n2\"}]", 200);
     assert_string_equal(container_field(o, 1, "resources", "requests", "cpu"), "200m");
@@ -95,7 +85,7 @@ static void resize_changes_only_resources(void **state)
     json_object *c = json_object_array_get_idx(fg_json_get(o, "spec", "containers", NULL), 1);
     json_object_object_add(fg_json_get(c, "resources", "requests", NULL), "memory",
                            json_object_new_string("64Mi"));
-    json_object *put = request("PUT", PODS "/r1/resize", NULL, json_object_to_json_string(o), 200);
+    json_object *put = tc_expect_json(BASE, "PUT", PODS "/r1/resize", NULL, json_object_to_json_string(o), 200);
     assert_string_equal(container_field(put, 1, "resources", "requests", "memory"), "64Mi");
     json_object_put(put);
     json_object_put(o);
