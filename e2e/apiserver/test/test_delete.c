@@ -1,7 +1,8 @@
 /* DELETE against an in-process server: graceful deletion of pods (grace period from the options, the
  * query, the pod or the default; only shortened afterwards; the final DELETE with grace 0), pods that
- * go at once (unbound, Succeeded), finalizers together with a grace period, propagationPolicy's
- * finalizers, and bad options (unknown policy, garbage grace period, wrong JSON types). */
+ * go at once (unbound, Succeeded), eviction of a bound pod, finalizers together with a grace period,
+ * propagationPolicy's finalizers, and bad options (unknown policy, garbage grace period, wrong JSON
+ * types). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -185,6 +186,23 @@ static void pods_that_go_at_once(void **state)
     tc_expect_status(BASE, "GET", CMS "/plain", NULL, NULL, 404, "NotFound", NULL);
 }
 
+static void eviction_is_graceful(void **state)
+{
+    (void)state;
+    tc_create(BASE, PODS, "{\"metadata\":{\"name\":\"ev\"},\"spec\":{\"nodeName\":\"n1\"}}");
+    json_object_put(tc_expect_json(BASE, "POST", PODS "/ev/eviction", NULL,
+                                   "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"ev\"},"
+                                   "\"deleteOptions\":{\"gracePeriodSeconds\":12}}", 201));
+    json_object *o = tc_get_json(BASE, PODS "/ev"); /* terminating, with the eviction's grace period */
+    assert_int_equal(grace_of(o), 12);
+    json_object_put(o);
+    tc_expect_status(BASE, "POST", PODS "/ev/eviction", NULL,
+                     "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"ev\"},"
+                     "\"deleteOptions\":{\"propagationPolicy\":\"Never\"}}", 422, "Invalid", "propagationPolicy");
+    json_object_put(delete(PODS "/ev?gracePeriodSeconds=0", NULL, 200));
+    tc_expect_status(BASE, "GET", PODS "/ev", NULL, NULL, 404, "NotFound", NULL);
+}
+
 static void finalizers_and_grace(void **state)
 {
     (void)state;
@@ -306,6 +324,7 @@ int main(void)
         cmocka_unit_test(bound_pod_terminates_gracefully),
         cmocka_unit_test(pod_grace_period_sources),
         cmocka_unit_test(pods_that_go_at_once),
+        cmocka_unit_test(eviction_is_graceful),
         cmocka_unit_test(finalizers_and_grace),
         cmocka_unit_test(propagation_policy),
         cmocka_unit_test(bad_delete_options),
