@@ -159,11 +159,10 @@ static enum fg_err delete_options(struct fg_apiserver *srv, struct evhttp_reques
         return FG_OK;
     json_object *opts = json_object_new_object();
     if (grace) {
-        char *end = NULL;
-        long long v = *grace ? strtoll(grace, &end, 10) : 0;
-        if (!*grace || *end || (grace[0] == '+' && !grace[1])) {
+        long long v = 0;
+        if (!fg__query_int64(grace, &v)) {
             json_object_put(opts);
-            fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "strconv.ParseInt: parsing \"%s\": invalid syntax", grace);
+            fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "invalid gracePeriodSeconds \"%s\": not an integer", grace);
             return FG_E_KUBE_BAD_REQUEST;
         }
         json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int64(v));

@@ -303,6 +303,10 @@ static void bad_delete_options(void **state)
                      "\"soon\"");
     tc_expect_status(BASE, "DELETE", PODS "/badpod?gracePeriodSeconds=", NULL, NULL, 400, "BadRequest", NULL);
     tc_expect_status(BASE, "DELETE", PODS "/badpod?gracePeriodSeconds=5s", NULL, NULL, 400, "BadRequest", NULL);
+    tc_expect_status(BASE, "DELETE", PODS "/badpod?gracePeriodSeconds=%205", NULL, NULL, 400, "BadRequest", NULL);
+    tc_expect_status(BASE, "DELETE", PODS "/badpod?gracePeriodSeconds=-", NULL, NULL, 400, "BadRequest", NULL);
+    tc_expect_status(BASE, "DELETE", PODS "/badpod?gracePeriodSeconds=99999999999999999999", NULL, NULL, 400,
+                     "BadRequest", "invalid gracePeriodSeconds");
     tc_expect_status(BASE, "DELETE", PODS "/badpod", "application/json", "{\"gracePeriodSeconds\":\"5\"}", 400,
                      "BadRequest", "gracePeriodSeconds");
     tc_expect_status(BASE, "DELETE", PODS "/badpod", "application/json", "[1]", 400, "BadRequest", NULL);
