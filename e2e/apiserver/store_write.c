@@ -9,7 +9,8 @@
  * stored value, through /status only .status changes. An update that empties the finalizers of an
  * object being deleted deletes it, unless it is a pod still in its grace period (deletionTimestamp
  * and deletionGracePeriodSeconds are the server's: updates cannot change them). Errors come back as
- * Status objects with kube-apiserver's messages. Objects are never edited once stored; new versions share unchanged members.
+ * Status objects with kube-apiserver's messages. Objects are never edited once stored; new versions
+ * share unchanged members.
  */
 #include "e2e/apiserver/store.h"
 

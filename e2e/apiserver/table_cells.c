@@ -4,10 +4,11 @@
  * A column whose `compute` names one of the functions below gets its cell from it; the function
  * may read the column's own `jsonPath` (where the data sits) so one function serves several kinds.
  * Each mirrors the printer in kubernetes/pkg/printers/internalversion: a pod's ready count, status
- * (Terminating while it is being deleted) and restarts, a node's status and roles, a workload's ready replicas, an event's object, the length of
- * a list, a label map or label selector as kubectl formats them, a binding's role and subjects, a
- * quota's requests and limits, a Service's external IPs and ports, and the addresses of Endpoints
- * and EndpointSlices (three at most, then "+ N more..."). A cell is a new json-c value, or NULL (kubectl prints <none>).
+ * (Terminating while it is being deleted) and restarts, a node's status and roles, a workload's
+ * ready replicas, an event's object, the length of a list, a label map or label selector as kubectl
+ * formats them, a binding's role and subjects, a quota's requests and limits, a Service's external
+ * IPs and ports, and the addresses of Endpoints and EndpointSlices (three at most, then "+ N
+ * more..."). A cell is a new json-c value, or NULL (kubectl prints <none>).
  */
 #include "e2e/apiserver/server.h"
 

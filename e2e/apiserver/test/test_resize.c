@@ -100,14 +100,16 @@ static void resize_refusals(void **state)
     tc_expect_status(BASE, "PATCH", PODS "/r2/resize", STRATEGIC,
                      "{\"spec\":{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}"
                      ",\"requests\":{\"nvidia.com/gpu\":\"2\"}}}]}}",
-                     422, "Invalid", "Pod \"r2\" is invalid: spec: Forbidden: only cpu and memory resources are mutable");
+                     422, "Invalid",
+                     "Pod \"r2\" is invalid: spec: Forbidden: only cpu and memory resources are mutable");
     tc_expect_status(BASE, "PATCH", PODS "/r2/resize", "application/json-patch+json",
                      "[{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/claims\",\"value\":[{\"name\":\"x\"}]}]",
                      422, "Invalid", "only cpu and memory resources are mutable");
     /* removing a request or a limit is refused */
     tc_expect_status(BASE, "PATCH", PODS "/r2/resize", STRATEGIC,
                      "{\"spec\":{\"containers\":[{\"name\":\"main\",\"resources\":{\"requests\":{\"memory\":null}}}]}}",
-                     422, "Invalid", "spec.containers[0].resources.requests: Forbidden: resource requests cannot be removed");
+                     422, "Invalid",
+                     "spec.containers[0].resources.requests: Forbidden: resource requests cannot be removed");
     tc_expect_status(BASE, "PATCH", PODS "/r2/resize", "application/json-patch+json",
                      "[{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/limits\"}]",
                      422, "Invalid", "resource limits cannot be removed");
