@@ -1,6 +1,8 @@
 /*
  * http_objects — single-object requests: GET, PUT, PATCH and DELETE on .../PLURAL/NAME, GET, PUT and
- * PATCH on .../NAME/status, POST on .../pods/NAME/binding and .../eviction, and POST on a collection. The HTTP layer
+ * PATCH on .../NAME/status and .../pods/NAME/resize, POST on .../pods/NAME/binding and .../eviction,
+ * and POST on a collection. Any other subresource (pods/ephemeralcontainers among them) is 404
+ * NotFound without details, as kube-apiserver answers for a subresource it does not serve. The HTTP layer
  * only decodes (body, patch media type) and encodes; the semantics live in the store_*.c files.
  * GET replies straight from the stored text, without serializing again. Creates, updates and patches
  * run as an fg__write (server.h), which waits, suspended, while an admission webhook is called.
@@ -118,6 +120,10 @@ static bool subresource_scope(struct evhttp_request *req, const struct fg__route
         *scope = FG__SCOPE_STATUS;
         return true;
     }
+    if (!strcmp(r->sub, "resize") && fg__type_has_subresource(r->type, "resize")) {
+        *scope = FG__SCOPE_RESIZE;
+        return true;
+    }
     fg__reply_error(req, FG_E_KUBE_NOT_FOUND, "the server could not find the requested resource (%s/%s)",
                     r->type->plural, r->sub);
     return false;
@@ -220,10 +226,38 @@ void fg__writes_flush(struct fg_apiserver *srv)
     }
 }
 
+/* A DELETE's options: the body when there is one, else the query parameters gracePeriodSeconds
+ * (a strconv.ParseInt integer, 400 otherwise) and propagationPolicy, as kube-apiserver decodes
+ * them. FG_OK with *out (NULL when none), else an error already replied. */
+static enum fg_err delete_options(struct fg_apiserver *srv, struct evhttp_request *req,
+                                  const struct evkeyvalq *query, json_object **out)
+{
+    *out = NULL;
+    if (evbuffer_get_length(evhttp_request_get_input_buffer(req)))
+        return fg__read_body(srv, req, out);
+    const char *grace = fg__query_get(query, "gracePeriodSeconds");
+    const char *policy = fg__query_get(query, "propagationPolicy");
+    if (!grace && !policy)
+        return FG_OK;
+    json_object *opts = json_object_new_object();
+    if (grace) {
+        long long v = 0;
+        if (!fg__query_int64(grace, &v)) {
+            json_object_put(opts);
+            fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "invalid gracePeriodSeconds \"%s\": not an integer", grace);
+            return FG_E_KUBE_BAD_REQUEST;
+        }
+        json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int64(v));
+    }
+    if (policy)
+        fg_json_set_str(opts, "propagationPolicy", policy);
+    *out = opts;
+    return FG_OK;
+}
+
 void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
                      const struct evkeyvalq *query)
 {
-    (void)query;
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     json_object *body = NULL, *out = NULL;
     enum fg__write_scope scope;
@@ -259,7 +293,7 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         write_start(srv, req, r, scope, FG__PATCH_MERGE, body);
         return;
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
-        if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) && fg__read_body(srv, req, &body))
+        if (delete_options(srv, req, query, &body))
             return;
         err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
         reply_result(srv, req, r, err, out, 200);

@@ -29,8 +29,7 @@ static bool query_flag(const struct evkeyvalq *q, const char *key)
     return v && strcmp(v, "0") && strcasecmp(v, "false");
 }
 
-/* Go's strconv.ParseInt(s, 10, 64): no spaces, an optional sign, at least one digit. */
-static bool parse_int64(const char *s, long long *out)
+bool fg__query_int64(const char *s, long long *out)
 {
     const char *p = (*s == '+' || *s == '-') ? s + 1 : s;
     if (*p < '0' || *p > '9')
@@ -52,7 +51,7 @@ static bool query_count(struct evhttp_request *req, const struct evkeyvalq *q, c
     *out = 0;
     if (!s)
         return true;
-    if (!parse_int64(s, &v)) {
+    if (!fg__query_int64(s, &v)) {
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "invalid %s \"%s\": not an integer", key, s);
         return false;
     }

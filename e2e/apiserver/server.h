@@ -166,6 +166,9 @@ struct fg__list_opts {
 };
 /* Fills out; on a malformed integer replies 400 BadRequest naming the parameter and returns false. */
 bool fg__list_opts_parse(struct evhttp_request *req, const struct evkeyvalq *query, struct fg__list_opts *out);
+/* A query integer as Go's strconv.ParseInt(s, 10, 64) reads it: no spaces, an optional sign, at
+ * least one digit, within 64 bits. */
+bool fg__query_int64(const char *s, long long *out);
 
 /* http_list.c */
 void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,

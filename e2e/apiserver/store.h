@@ -11,8 +11,9 @@
  * After each commit the store calls on_event, which the server uses to fan the event out to
  * watchers. Single-threaded: only the loop thread touches the store.
  *
- * store_write.c, store_delete.c, store_bind.c and store_evict.c add the kube-apiserver semantics on top (defaults,
- * validation, preconditions, generation, status subresource, finalizers, binding, eviction); creates and
+ * store_write.c, store_delete.c, store_bind.c, store_evict.c and store_resize.c add the kube-apiserver
+ * semantics on top (defaults, validation, preconditions, generation, status subresource, finalizers,
+ * graceful deletion, binding, eviction, resize); creates and
  * updates pass through admission (admit.h: CRDs, custom resource schemas, webhooks); state.c saves
  * and loads the objects.
  */
@@ -104,8 +105,9 @@ enum fg__patch_kind { FG__PATCH_MERGE, FG__PATCH_JSON, FG__PATCH_STRATEGIC };
 
 /* Which part of an object a write may change. For types with a status subresource the main endpoint
  * keeps the stored .status and the status endpoint changes nothing else; other types change whole.
- * FG__SCOPE_ALL (server-side writers such as binding) changes both. */
-enum fg__write_scope { FG__SCOPE_MAIN, FG__SCOPE_STATUS, FG__SCOPE_ALL };
+ * FG__SCOPE_ALL (server-side writers such as binding) changes both. FG__SCOPE_RESIZE (pods/resize)
+ * changes only the containers' resources and resizePolicy (store_resize.c). */
+enum fg__write_scope { FG__SCOPE_MAIN, FG__SCOPE_STATUS, FG__SCOPE_ALL, FG__SCOPE_RESIZE };
 
 enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, const char *ns, json_object *body,
                              json_object **out) FG_MUST_USE;
@@ -114,9 +116,11 @@ enum fg_err fg__store_update(struct fg__store *st, const struct fg__type *type, 
 enum fg_err fg__store_patch(struct fg__store *st, const struct fg__type *type, const char *ns, const char *name,
                             enum fg__write_scope scope, enum fg__patch_kind kind, json_object *patch,
                             json_object **out) FG_MUST_USE;
-/* options: a DeleteOptions body or NULL (preconditions.resourceVersion / uid are honoured). An object
- * with finalizers only gets deletionTimestamp; it goes once an update empties its finalizers.
- * Deleting a namespace deletes every object in it. */
+/* options: a DeleteOptions body or NULL (preconditions.resourceVersion / uid, gracePeriodSeconds,
+ * propagationPolicy are honoured). A pod bound to a node and still running is deleted gracefully
+ * (deletionTimestamp = now + grace; it goes with a DELETE of grace 0); an object with finalizers,
+ * some set by the propagation policy, only gets deletionTimestamp and goes once an update empties
+ * its finalizers. Deleting a namespace deletes every object in it. */
 enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, const char *ns, const char *name,
                              json_object *options, json_object **out) FG_MUST_USE;
 /* POST pods/NAME/binding: sets spec.nodeName and the PodScheduled condition, copies the binding's

@@ -7,8 +7,10 @@
  * precondition (409 Conflict when stale; absent means unconditional), bump generation only when
  * .spec changed, and respect the status subresource: through the main endpoint .status keeps its
  * stored value, through /status only .status changes. An update that empties the finalizers of an
- * object being deleted deletes it. Errors come back as Status objects with kube-apiserver's
- * messages. Objects are never edited once stored; new versions share unchanged members.
+ * object being deleted deletes it, unless it is a pod still in its grace period (deletionTimestamp
+ * and deletionGracePeriodSeconds are the server's: updates cannot change them). Errors come back as
+ * Status objects with kube-apiserver's messages. Objects are never edited once stored; new versions
+ * share unchanged members.
  */
 #include "e2e/apiserver/store.h"
 
@@ -63,14 +65,18 @@ static void set_uid(json_object *meta)
     fg_json_set_str(meta, "uid", s);
 }
 
-void fg__write_set_now(json_object *meta, const char *field)
+void fg__write_set_time(json_object *meta, const char *field, time_t t)
 {
-    time_t now = time(NULL);
     struct tm tm;
     char s[32];
-    gmtime_r(&now, &tm);
+    gmtime_r(&t, &tm);
     strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%SZ", &tm);
     fg_json_set_str(meta, field, s);
+}
+
+void fg__write_set_now(json_object *meta, const char *field)
+{
+    fg__write_set_time(meta, field, time(NULL));
 }
 
 /* RFC 1123 subdomain: lowercase alphanumerics, '-' and '.', alphanumeric at both ends. */
@@ -252,11 +258,22 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
         return fg__write_invalid(out, type, name, "metadata.name", "FieldValueInvalid",
                                  "Invalid value: field is immutable");
     }
-    obj = apply_scope(type, cur, obj, scope);
+    if (scope == FG__SCOPE_RESIZE) {
+        enum fg_err err = fg__write_resize(type, cur, &obj, out);
+        if (err)
+            return err;
+    } else {
+        obj = apply_scope(type, cur, obj, scope);
+    }
     meta = fg_json_get(obj, "metadata", NULL);
     static const char *const carried[] = { "uid", "creationTimestamp", "deletionTimestamp" };
     for (size_t i = 0; i < sizeof(carried) / sizeof(*carried); i++)
         fg_json_set_str(meta, carried[i], fg_json_get_str(cur, "metadata", carried[i], NULL));
+    json_object *cur_grace = fg_json_get(cur, "metadata", "deletionGracePeriodSeconds", NULL);
+    if (cur_grace)
+        json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_get(cur_grace));
+    else
+        json_object_object_del(meta, "deletionGracePeriodSeconds");
     enum fg_err err = fg__admit(st, type, cur, &obj, out);
     if (err)
         return err;
@@ -266,8 +283,11 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
     if (!json_object_equal(fg_json_get(cur, "spec", NULL), fg_json_get(obj, "spec", NULL)))
         gen++;
     json_object_object_add(meta, "generation", json_object_new_int64(gen));
-    if (fg_json_get(meta, "deletionTimestamp", NULL) && !fg__write_has_finalizers(obj)) {
-        /* the last finalizer is gone from an object being deleted: it goes now */
+    int64_t grace = 0;
+    fg_json_get_int64(meta, &grace, "deletionGracePeriodSeconds", NULL);
+    if (fg_json_get(meta, "deletionTimestamp", NULL) && !fg__write_has_finalizers(obj) && grace == 0) {
+        /* the last finalizer is gone from an object being deleted whose grace period is over (a
+         * terminating pod waits for its final DELETE): it goes now */
         *out = fg__store_remove(st, type, fg_json_get_str(meta, "namespace", NULL), name, obj);
         return FG_OK;
     }

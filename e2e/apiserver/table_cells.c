@@ -3,11 +3,12 @@
  *
  * A column whose `compute` names one of the functions below gets its cell from it; the function
  * may read the column's own `jsonPath` (where the data sits) so one function serves several kinds.
- * Each mirrors the printer in kubernetes/pkg/printers/internalversion: a pod's ready count and
- * restarts, a node's status and roles, a workload's ready replicas, an event's object, the length of
- * a list, a label map or label selector as kubectl formats them, a binding's role and subjects, a
- * quota's requests and limits, a Service's external IPs and ports, and the addresses of Endpoints
- * and EndpointSlices (three at most, then "+ N more..."). A cell is a new json-c value, or NULL (kubectl prints <none>).
+ * Each mirrors the printer in kubernetes/pkg/printers/internalversion: a pod's ready count, status
+ * (Terminating while it is being deleted) and restarts, a node's status and roles, a workload's
+ * ready replicas, an event's object, the length of a list, a label map or label selector as kubectl
+ * formats them, a binding's role and subjects, a quota's requests and limits, a Service's external
+ * IPs and ports, and the addresses of Endpoints and EndpointSlices (three at most, then "+ N
+ * more..."). A cell is a new json-c value, or NULL (kubectl prints <none>).
  */
 #include "e2e/apiserver/server.h"
 
@@ -65,6 +66,21 @@ static json_object *pod_ready(json_object *column, json_object *obj)
     char s[48];
     snprintf(s, sizeof(s), "%zu/%zu", ready, array_len(fg_json_get(obj, "spec", "containers", NULL)));
     return json_object_new_string(s);
+}
+
+/* kube's pod STATUS: status.reason, else the phase; Terminating once deletionTimestamp is set on a
+ * pod that has not finished (container reasons are not looked at). */
+static json_object *pod_status(json_object *column, json_object *obj)
+{
+    (void)column;
+    const char *phase = fg_json_get_str(obj, "status", "phase", NULL);
+    const char *reason = fg_json_get_str(obj, "status", "reason", NULL);
+    if (fg_json_get(obj, "metadata", "deletionTimestamp", NULL) && !fg_str_eq(phase, "Succeeded") &&
+        !fg_str_eq(phase, "Failed"))
+        reason = "Terminating";
+    else if (!reason || !*reason)
+        reason = phase;
+    return reason ? json_object_new_string(reason) : NULL;
 }
 
 static json_object *pod_restarts(json_object *column, json_object *obj)
@@ -430,6 +446,7 @@ static const struct {
 } cells[] = {
     { "podReady", pod_ready },
     { "podRestarts", pod_restarts },
+    { "podStatus", pod_status },
     { "nodeStatus", node_status },
     { "nodeRoles", node_roles },
     { "replicasReady", replicas_ready },

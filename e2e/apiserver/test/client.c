@@ -303,13 +303,19 @@ void tc_expect_status(const char *base, const char *method, const char *path, co
     tc_reply_cleanup(&r);
 }
 
-json_object *tc_get_json(const char *base, const char *path)
+json_object *tc_expect_json(const char *base, const char *method, const char *path, const char *ct,
+                            const char *body, long code)
 {
     struct tc_reply r;
-    assert_int_equal(tc_request(base, "GET", path, NULL, NULL, &r), CURLE_OK);
-    if (r.code != 200)
-        fail_msg("GET %s: %ld %s", path, r.code, r.body);
+    assert_int_equal(tc_request(base, method, path, ct, body, &r), CURLE_OK);
+    if (r.code != code)
+        fail_msg("%s %s: %ld %s", method, path, r.code, r.body);
     json_object *o = json_object_get(r.json);
     tc_reply_cleanup(&r);
     return o;
+}
+
+json_object *tc_get_json(const char *base, const char *path)
+{
+    return tc_expect_json(base, "GET", path, NULL, NULL, 200);
 }

@@ -77,6 +77,9 @@ long tc_now_ms(void);
  * msg_part (when not NULL). */
 void tc_expect_status(const char *base, const char *method, const char *path, const char *ct, const char *body,
                       long code, const char *reason, const char *msg_part);
+/* Performs the request, asserts the reply's code and returns the decoded body (caller puts). */
+json_object *tc_expect_json(const char *base, const char *method, const char *path, const char *ct,
+                            const char *body, long code);
 /* GETs path, asserts 200 and returns the decoded body (caller puts). */
 json_object *tc_get_json(const char *base, const char *path);
 
