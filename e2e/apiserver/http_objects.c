@@ -179,6 +179,7 @@ static void write_run(void *arg)
     json_object *out = NULL;
     enum fg_err err;
     st->admission = &w->adm;
+    st->dry_run = w->dry_run;
     w->adm.next = 0;
     if (w->cmd == EVHTTP_REQ_PATCH)
         err = fg__store_patch(st, r->type, r->ns, r->name, w->scope, w->kind, w->body, &out);
@@ -187,6 +188,7 @@ static void write_run(void *arg)
     else
         err = fg__store_update(st, r->type, r->ns, r->name, w->scope, w->body, &out);
     st->admission = NULL;
+    st->dry_run = false;
     if (err == FG_E_BUSY) {
         if (!w->suspended) {
             w->suspended = true;
@@ -203,9 +205,10 @@ static void write_run(void *arg)
 
 /* Creates (POST), updates (PUT) or patches (PATCH) the object with body (taken). */
 static void write_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
-                        enum fg__write_scope scope, enum fg__patch_kind kind, json_object *body)
+                        enum fg__write_scope scope, enum fg__patch_kind kind, json_object *body, bool dry_run)
 {
     struct fg__write *w = fg_calloc(1, sizeof(*w));
+    w->dry_run = dry_run;
     w->srv = srv;
     w->req = req;
     w->route = (struct fg__route){ r->type, dup_or_null(r->ns), dup_or_null(r->name), dup_or_null(r->sub) };
@@ -273,6 +276,14 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         get_object(srv, req, r);
         return;
     }
+    /* dryRun=All: the write is checked and admitted (webhooks included) but not stored */
+    const char *dry = fg__query_get(query, "dryRun");
+    bool dry_run = dry && *dry;
+    if (dry_run && strcmp(dry, "All")) {
+        fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "dryRun: Unsupported value: \"%s\": supported values: \"All\"",
+                        dry);
+        return;
+    }
     if (cmd == EVHTTP_REQ_PATCH) {
         enum fg__patch_kind kind;
         const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
@@ -285,16 +296,21 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         }
         if (fg__read_body(srv, req, &body))
             return;
-        write_start(srv, req, r, scope, kind, body);
+        write_start(srv, req, r, scope, kind, body, dry_run);
         return;
     } else if ((cmd == EVHTTP_REQ_POST && !r->name) || cmd == EVHTTP_REQ_PUT) {
         if (read_object(srv, req, r->type, &body))
             return;
-        write_start(srv, req, r, scope, FG__PATCH_MERGE, body);
+        write_start(srv, req, r, scope, FG__PATCH_MERGE, body, dry_run);
         return;
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
         if (delete_options(srv, req, query, &body))
             return;
+        if (dry_run) {
+            get_object(srv, req, r);   /* what would be deleted; nothing is */
+            json_object_put(body);
+            return;
+        }
         err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
         reply_result(srv, req, r, err, out, 200);
     } else {

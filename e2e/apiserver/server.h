@@ -85,6 +85,7 @@ struct fg__write {
     enum fg__write_scope scope;
     enum fg__patch_kind kind;
     json_object *body;
+    bool dry_run;           /* dryRun=All: everything but storing */
     struct fg__admission adm;
 };
 

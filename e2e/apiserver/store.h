@@ -66,6 +66,7 @@ struct fg__store {
     fg__store_event_fn *on_event;
     void *on_event_ud;
     struct fg__admission *admission; /* the webhook calls of the write being run (admit.h), or NULL */
+    bool dry_run;                     /* the write being run (dryRun=All) only says what it would store */
 };
 
 void fg__store_init(struct fg__store *st, struct fg__registry *reg, size_t history);

@@ -205,6 +205,10 @@ enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, 
     }
     if ((err = fg__admit(st, type, NULL, &obj, out)) != FG_OK)
         return err;
+    if (st->dry_run) {
+        *out = obj;   /* admitted and valid, not stored */
+        return FG_OK;
+    }
     *out = json_object_get(fg__store_put(st, type, obj)->obj);
     return FG_OK;
 out_put:
@@ -283,6 +287,10 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
     if (!json_object_equal(fg_json_get(cur, "spec", NULL), fg_json_get(obj, "spec", NULL)))
         gen++;
     json_object_object_add(meta, "generation", json_object_new_int64(gen));
+    if (st->dry_run) {
+        *out = obj;   /* admitted and valid, not stored */
+        return FG_OK;
+    }
     int64_t grace = 0;
     fg_json_get_int64(meta, &grace, "deletionGracePeriodSeconds", NULL);
     if (fg_json_get(meta, "deletionTimestamp", NULL) && !fg__write_has_finalizers(obj) && grace == 0) {

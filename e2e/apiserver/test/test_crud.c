@@ -324,6 +324,40 @@ static void bad_input_gives_status(void **state)
     tc_reply_cleanup(&r);
 }
 
+/* dryRun=All: a write is checked and answered as if done, and nothing is stored or deleted. */
+static void dry_run_stores_nothing(void **state)
+{
+    (void)state;
+    const char *cms = "/api/v1/namespaces/default/configmaps";
+    const char *cm = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"dry\"},"
+                     "\"data\":{\"a\":\"1\"}}";
+    json_object *o = tc_expect_json(BASE, "POST", "/api/v1/namespaces/default/configmaps?dryRun=All",
+                                    "application/json", cm, 201);
+    assert_string_equal(fg_json_get_str(o, "data", "a", NULL), "1");
+    json_object_put(o);
+    tc_expect_status(BASE, "GET", "/api/v1/namespaces/default/configmaps/dry", NULL, NULL, 404, "NotFound", NULL);
+
+    assert_true(tc_create(BASE, cms, cm) > 0);
+    const char *changed = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"dry\"},"
+                          "\"data\":{\"a\":\"2\"}}";
+    o = tc_expect_json(BASE, "PUT", "/api/v1/namespaces/default/configmaps/dry?dryRun=All", "application/json",
+                       changed, 200);
+    assert_string_equal(fg_json_get_str(o, "data", "a", NULL), "2");
+    json_object_put(o);
+    o = tc_expect_json(BASE, "PATCH", "/api/v1/namespaces/default/configmaps/dry?dryRun=All",
+                       "application/merge-patch+json", "{\"data\":{\"b\":\"3\"}}", 200);
+    assert_string_equal(fg_json_get_str(o, "data", "b", NULL), "3");
+    json_object_put(o);
+    o = tc_expect_json(BASE, "DELETE", "/api/v1/namespaces/default/configmaps/dry?dryRun=All", NULL, NULL, 200);
+    json_object_put(o);
+    o = tc_get_json(BASE, "/api/v1/namespaces/default/configmaps/dry");
+    assert_string_equal(fg_json_get_str(o, "data", "a", NULL), "1");   /* untouched by all three */
+    assert_null(fg_json_get(o, "data", "b", NULL));
+    json_object_put(o);
+    tc_expect_status(BASE, "POST", "/api/v1/namespaces/default/configmaps?dryRun=Some", "application/json", cm, 400,
+                     "BadRequest", "dryRun");
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_ALL);
@@ -334,6 +368,7 @@ int main(void)
         cmocka_unit_test(patches_over_http),
         cmocka_unit_test(selectors_and_paging),
         cmocka_unit_test(bad_input_gives_status),
+        cmocka_unit_test(dry_run_stores_nothing),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
