@@ -245,6 +245,22 @@ void tc_server_stop(struct tc_server *s)
     s->srv = NULL;
 }
 
+struct tc_server tc_srv;
+
+int tc_setup(void **state)
+{
+    (void)state;
+    tc_server_start(&tc_srv, NULL);
+    return 0;
+}
+
+int tc_teardown(void **state)
+{
+    (void)state;
+    tc_server_stop(&tc_srv);
+    return 0;
+}
+
 long tc_now_ms(void)
 {
     struct timespec ts;

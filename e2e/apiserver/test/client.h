@@ -66,6 +66,12 @@ struct tc_server {
 };
 void tc_server_start(struct tc_server *s, const struct fg_apiserver_opts *opts);
 void tc_server_stop(struct tc_server *s);
+
+/* The server of a test file whose tests share one, default-configured: cmocka group setup and
+ * teardown that start and stop tc_srv. */
+extern struct tc_server tc_srv;
+int tc_setup(void **state);
+int tc_teardown(void **state);
 /* Polls /fracgpu-test/stats until `watchers` equals n (true) or 5 s pass (false). */
 bool tc_wait_watchers(const char *base, long n);
 /* Creates an object: POST body to path and asserts 201. Returns the stored resourceVersion. */

@@ -17,23 +17,8 @@
 #include "base/json.h"
 #include "client.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define TABLE "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 /* GETs path as a Table and checks its column names and the cells of its one row ("|"-joined; Age and
  * Created At cells, which depend on the clock, are checked for presence and shown as "T"). */
@@ -293,7 +278,7 @@ int main(void)
         cmocka_unit_test(openapi_definitions),
         cmocka_unit_test(tables),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, tc_setup, tc_teardown);
     curl_global_cleanup();
     return rc;
 }

@@ -11,23 +11,8 @@
 #include "base/mem.h"
 #include "client.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define PODS "/api/v1/namespaces/default/pods"
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 static void version_and_headers(void **state)
 {
@@ -370,7 +355,7 @@ int main(void)
         cmocka_unit_test(bad_input_gives_status),
         cmocka_unit_test(dry_run_stores_nothing),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, tc_setup, tc_teardown);
     curl_global_cleanup();
     return rc;
 }

@@ -16,25 +16,10 @@
 #include "base/json.h"
 #include "client.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define PODS "/api/v1/namespaces/default/pods"
 #define CMS "/api/v1/namespaces/default/configmaps"
 #define WAIT_MS 5000
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 static time_t parse_time(const char *s)
 {
@@ -333,7 +318,7 @@ int main(void)
         cmocka_unit_test(propagation_policy),
         cmocka_unit_test(bad_delete_options),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, tc_setup, tc_teardown);
     curl_global_cleanup();
     return rc;
 }

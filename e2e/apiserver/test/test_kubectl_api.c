@@ -16,8 +16,7 @@
 #include "base/json.h"
 #include "client.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define CRDS "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 #define GADGETS "/apis/e2e.fracgpu.io/v1/namespaces/default/gadgets"
 #define TABLE "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -37,20 +36,6 @@ static const char crd_json[] =
     "\"parts\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}}}},"
     "\"free\":{\"type\":\"object\",\"x-kubernetes-preserve-unknown-fields\":true}}},"
     "\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"}}}}}}}]}}";
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 /* The cause fields of a 422 reply, comma-joined, into buf. */
 static void causes(const struct tc_reply *r, char *buf, size_t cap)
@@ -323,5 +308,5 @@ int main(void)
         cmocka_unit_test(bearer_token),
         cmocka_unit_test(state_file_keeps_custom_resources),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
 }

@@ -16,24 +16,9 @@
 #include "pb_body.h"
 #include "e2e/apiserver/protobuf.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define PB FG__PROTOBUF_MEDIA_TYPE
 #define ACCEPT "Accept: application/vnd.kubernetes.protobuf,application/json"
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 /* POSTs (or PUTs) a protobuf body; returns the reply code, *json the reply when wanted. */
 static long send_pb(const char *method, const char *path, const uint8_t *body, size_t len, json_object **json)
@@ -368,5 +353,5 @@ int main(void)
         cmocka_unit_test(bad_bodies),
         cmocka_unit_test(random_garbage_over_http),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tc_setup, tc_teardown);
 }

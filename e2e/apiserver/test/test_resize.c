@@ -16,25 +16,10 @@
 #include "base/json.h"
 #include "client.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define PODS "/api/v1/namespaces/default/pods"
 #define MERGE "application/merge-patch+json"
 #define STRATEGIC "application/strategic-merge-patch+json"
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 static void make_pod(const char *name)
 {
@@ -178,7 +163,7 @@ int main(void)
         cmocka_unit_test(ephemeral_containers_not_served),
         cmocka_unit_test(discovery_lists_resize),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, tc_setup, tc_teardown);
     curl_global_cleanup();
     return rc;
 }

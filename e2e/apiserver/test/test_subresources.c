@@ -11,23 +11,8 @@
 #include "base/json.h"
 #include "client.h"
 
-static struct tc_server server;
-#define BASE server.base
+#define BASE tc_srv.base
 #define PODS "/api/v1/namespaces/default/pods"
-
-static int setup(void **state)
-{
-    (void)state;
-    tc_server_start(&server, NULL);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    tc_server_stop(&server);
-    return 0;
-}
 
 static void status_subresource(void **state)
 {
@@ -202,7 +187,7 @@ int main(void)
         cmocka_unit_test(pod_eviction),
         cmocka_unit_test(finalizers_delay_deletion),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, tc_setup, tc_teardown);
     curl_global_cleanup();
     return rc;
 }
