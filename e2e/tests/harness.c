@@ -1,6 +1,8 @@
 /* harness — in-process cluster of one for integration tests; see harness.h. */
 #include "e2e/tests/harness.h"
 
+#include <curl/curl.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,4 +104,29 @@ bool fg_harness_wait(bool (*cond)(void *ud), void *ud, unsigned timeout_ms)
         usleep(10000);
     }
     return true;
+}
+
+static size_t collect(char *data, size_t size, size_t n, void *ud)
+{
+    return fg_buf_append(ud, data, size * n) == FG_OK ? size * n : 0;
+}
+
+long fg_harness_http(unsigned port, const char *method, const char *path, struct fg_buf *body)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    fg_buf_reset(body);
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    long code = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(c);
+    return code;
 }

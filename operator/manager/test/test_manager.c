@@ -26,7 +26,6 @@
 
 static struct fg_harness h;
 
-static size_t collect(char *data, size_t size, size_t n, void *ud);
 
 static int setup(void **state)
 {
@@ -75,14 +74,7 @@ static void test_listen_addresses(void **state)
     struct fg_manager *every = new_manager(":0");
     assert_int_equal(fg_manager_start(every, msg), FG_OK);
     struct fg_buf body = FG_BUF_INIT;
-    char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz", fg_manager_http_port(every));
-    CURL *c = curl_easy_init();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    assert_int_equal(curl_easy_perform(c), CURLE_OK);
-    curl_easy_cleanup(c);
+    assert_int_equal(fg_harness_http(fg_manager_http_port(every), "GET", "/healthz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
     fg_buf_cleanup(&body);
     fg_manager_free(every);
@@ -204,28 +196,6 @@ static void test_failing_leader_work_ends_run(void **state)
     fg_buf_cleanup(&log);
 }
 
-static size_t collect(char *data, size_t size, size_t n, void *ud)
-{
-    return fg_buf_append(ud, data, size * n) == FG_OK ? size * n : 0;
-}
-
-static long get(unsigned port, const char *path, struct fg_buf *body)
-{
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
-    CURL *c = curl_easy_init();
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-    fg_buf_reset(body);
-    long code = 0;
-    if (curl_easy_perform(c) == CURLE_OK)
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup(c);
-    return code;
-}
-
 static enum fg_err failing_check(void *ud, char *errmsg)
 {
     return atomic_load((atomic_bool *)ud) ? FG_OK : fg_errmsg(errmsg, FG_E_BUSY, "not warm yet");
@@ -250,14 +220,14 @@ static void test_checks(void **state)
     assert_int_equal(fg_manager_start(m, msg), FG_OK);
     unsigned port = fg_manager_http_port(m);
     struct fg_buf body = FG_BUF_INIT;
-    assert_int_equal(get(port, "/readyz", &body), 503);
+    assert_int_equal(fg_harness_http(port, "GET", "/readyz", &body), 503);
     assert_string_equal(fg_buf_str(&body), "[+]informers ok\n[-]warm failed: not warm yet\nreadyz check failed\n");
     atomic_store(&warm, true);
-    assert_int_equal(get(port, "/readyz", &body), 200);
+    assert_int_equal(fg_harness_http(port, "GET", "/readyz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
-    assert_int_equal(get(port, "/healthz?verbose", &body), 200);
+    assert_int_equal(fg_harness_http(port, "GET", "/healthz?verbose", &body), 200);
     assert_string_equal(fg_buf_str(&body), "[+]alive ok\nhealthz check passed\n");
-    assert_int_equal(get(port, "/metrics", &body), 200);
+    assert_int_equal(fg_harness_http(port, "GET", "/metrics", &body), 200);
     assert_non_null(strstr(fg_buf_str(&body), "\nprocess_open_fds "));
     assert_int_equal(fg_manager_add_healthz(m, "late", passing_check, NULL), FG_E_BUSY);
     fg_buf_cleanup(&body);
