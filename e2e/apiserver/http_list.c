@@ -24,17 +24,22 @@
 
 #define MAX_KEY 600
 
-bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg__selector *labels,
-                         struct fg__selector *fields)
+/* The fields a field selector may name: those clients of this server use. */
+static const char *const selectable_fields[] = {
+    "metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName", "status.phase", NULL,
+};
+
+bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg_selector *labels,
+                         struct fg_selector *fields)
 {
     char msg[FG_ERRMSG_MAX];
     memset(fields, 0, sizeof(*fields));
-    if (fg__selector_parse_labels(fg__query_get(query, "labelSelector"), labels, msg)) {
+    if (fg_selector_parse_labels(fg__query_get(query, "labelSelector"), labels, msg)) {
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "unable to parse labelSelector: %s", msg);
         return false;
     }
-    if (fg__selector_parse_fields(fg__query_get(query, "fieldSelector"), fields, msg)) {
-        fg__selector_cleanup(labels);
+    if (fg_selector_parse_fields(fg__query_get(query, "fieldSelector"), selectable_fields, fields, msg)) {
+        fg_selector_cleanup(labels);
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "unable to parse fieldSelector: %s", msg);
         return false;
     }
@@ -72,7 +77,7 @@ static bool hex_decode(const char *s, char *out, size_t cap)
 void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
                    const struct evkeyvalq *query, const struct fg__list_opts *opts)
 {
-    struct fg__selector labels, fields;
+    struct fg_selector labels, fields;
     long limit = opts->limit;
     char start_key[MAX_KEY];
     const char *cont = fg__query_get(query, "continue");
@@ -117,7 +122,7 @@ void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const s
         const struct fg__entry *e = b->v[i];
         if (prefix && !fg_str_has_prefix(e->key, prefix))
             break;
-        if (!fg__selector_match_labels(&labels, e->obj) || !fg__selector_match_fields(&fields, e->obj))
+        if (!fg_selector_match_labels(&labels, e->obj) || !fg_selector_match_fields(&fields, e->obj))
             continue;
         if (limit && count == limit) {
             more = true;
@@ -159,6 +164,6 @@ out:
     evbuffer_free(items);
     evbuffer_free(out);
     free(prefix);
-    fg__selector_cleanup(&labels);
-    fg__selector_cleanup(&fields);
+    fg_selector_cleanup(&labels);
+    fg_selector_cleanup(&fields);
 }

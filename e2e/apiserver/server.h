@@ -28,7 +28,7 @@
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/apiserver/registry.h"
-#include "e2e/apiserver/selector.h"
+#include "operator/kube/selector.h"
 #include "e2e/apiserver/store.h"
 
 #define FG__ADMIN_PREFIX "/fracgpu-test/"
@@ -40,7 +40,7 @@ struct fg__watcher {
     struct evhttp_connection *evcon;
     const struct fg__type *type;
     char *ns; /* NULL: every namespace */
-    struct fg__selector labels, fields;
+    struct fg_selector labels, fields;
     struct event *timeout_ev, *bookmark_ev;
     char *query;         /* the request's query, for stats */
     uint64_t sent;       /* events written to this watcher */
@@ -175,8 +175,8 @@ bool fg__query_int64(const char *s, long long *out);
 void fg__http_list(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
                    const struct evkeyvalq *query, const struct fg__list_opts *opts);
 /* Parses labelSelector and fieldSelector; on failure replies 400 and returns false. */
-bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg__selector *labels,
-                         struct fg__selector *fields);
+bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg_selector *labels,
+                         struct fg_selector *fields);
 
 /* http_discovery.c: /api, /apis, /api/v1, /apis/G/V; returns false when path is none of them. */
 bool fg__http_discovery(struct fg_apiserver *srv, struct evhttp_request *req, const char *path);

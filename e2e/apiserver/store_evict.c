@@ -19,7 +19,7 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/apiserver/patch.h"
-#include "e2e/apiserver/selector.h"
+#include "operator/kube/selector.h"
 #include "e2e/apiserver/status.h"
 #include "e2e/apiserver/store.h"
 #include "e2e/apiserver/store_int.h"
@@ -47,7 +47,7 @@ static long scaled(json_object *v, long total)
 
 /* How many disruptions the budget allows now; -1 when its selector is unusable. */
 static long allowed_now(struct fg__store *st, const struct fg__type *pods, const char *ns, json_object *pdb,
-                        struct fg__selector *sel)
+                        struct fg_selector *sel)
 {
     int64_t observed = -1, generation = 0, allowed = 0;
     fg_json_get_int64(pdb, &generation, "metadata", "generation", NULL);
@@ -58,7 +58,7 @@ static long allowed_now(struct fg__store *st, const struct fg__type *pods, const
     char *prefix = fg_asprintf("%s/", ns);
     long expected = 0, healthy = 0;
     for (size_t i = fg__store_lower_bound(b, prefix); i < b->n && fg_str_has_prefix(b->v[i]->key, prefix); i++) {
-        if (!fg__selector_match_labels(sel, b->v[i]->obj))
+        if (!fg_selector_match_labels(sel, b->v[i]->obj))
             continue;
         expected++;
         healthy += pod_healthy(b->v[i]->obj);
@@ -117,13 +117,13 @@ enum fg_err fg__store_evict(struct fg__store *st, const struct fg__type *pods, c
     char *prefix = fg_asprintf("%s/", ns);
     for (size_t i = b ? fg__store_lower_bound(b, prefix) : 0; b && i < b->n && fg_str_has_prefix(b->v[i]->key, prefix);
          i++) {
-        struct fg__selector sel;
+        struct fg_selector sel;
         json_object *selector = fg_json_get(b->v[i]->obj, "spec", "selector", NULL);
-        if (!selector || fg__selector_from_json(selector, &sel, NULL) != FG_OK)
+        if (!selector || fg_selector_from_json(selector, &sel, NULL) != FG_OK)
             continue; /* a budget without a usable selector selects no pod */
-        if (fg__selector_match_labels(&sel, pod->obj)) {
+        if (fg_selector_match_labels(&sel, pod->obj)) {
             if (budget) {
-                fg__selector_cleanup(&sel);
+                fg_selector_cleanup(&sel);
                 free(prefix);
                 return fg__write_fail(out, FG_E_KUBE_INTERNAL, NULL, NULL, NULL, "This pod has more than one "
                                       "PodDisruptionBudget, which the eviction subresource does not support.");
@@ -131,7 +131,7 @@ enum fg_err fg__store_evict(struct fg__store *st, const struct fg__type *pods, c
             budget = b->v[i]->obj;
             allowed = allowed_now(st, pods, ns, budget, &sel);
         }
-        fg__selector_cleanup(&sel);
+        fg_selector_cleanup(&sel);
     }
     free(prefix);
     if (budget && pod_healthy(pod->obj)) {

@@ -44,8 +44,8 @@ static void unlink_watcher(struct fg_apiserver *srv, struct fg__watcher *w)
         event_free(w->timeout_ev);
     if (w->bookmark_ev)
         event_free(w->bookmark_ev);
-    fg__selector_cleanup(&w->labels);
-    fg__selector_cleanup(&w->fields);
+    fg_selector_cleanup(&w->labels);
+    fg_selector_cleanup(&w->fields);
     free(w->ns);
     free(w->query);
     free(w);
@@ -152,7 +152,7 @@ static void send_bookmark(struct fg__watcher *w, bool initial_events_end)
 /* Selectors only: the namespace is checked from the event or the key range. */
 static bool matches(const struct fg__watcher *w, json_object *obj)
 {
-    return obj && fg__selector_match_labels(&w->labels, obj) && fg__selector_match_fields(&w->fields, obj);
+    return obj && fg_selector_match_labels(&w->labels, obj) && fg_selector_match_fields(&w->fields, obj);
 }
 
 static bool backlogged(const struct fg__watcher *w)
@@ -275,7 +275,7 @@ void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const
 {
     uint64_t rv;
     long timeout_s = opts->timeout_s;
-    struct fg__selector labels, fields;
+    struct fg_selector labels, fields;
     if (!parse_rv(req, query, &rv) || !fg__parse_selectors(req, query, &labels, &fields))
         return;
     struct fg__watcher *w = fg_calloc(1, sizeof(*w));

@@ -33,7 +33,7 @@
 #include "base/mem.h"
 #include "e2e/apiserver/hook_client.h"
 #include "e2e/apiserver/patch.h"
-#include "e2e/apiserver/selector.h"
+#include "operator/kube/selector.h"
 #include "e2e/apiserver/status.h"
 
 #define DEFAULT_TIMEOUT_S 10
@@ -70,12 +70,12 @@ static bool selector_accepts(json_object *selector, json_object *obj)
 {
     if (!selector)
         return true;
-    struct fg__selector sel;
+    struct fg_selector sel;
     char msg[FG_ERRMSG_MAX];
-    if (fg__selector_from_json(selector, &sel, msg) != FG_OK)
+    if (fg_selector_from_json(selector, &sel, msg) != FG_OK)
         return false;
-    bool ok = fg__selector_match_labels(&sel, obj);
-    fg__selector_cleanup(&sel);
+    bool ok = fg_selector_match_labels(&sel, obj);
+    fg_selector_cleanup(&sel);
     return ok;
 }
 

@@ -7,7 +7,10 @@
 #include <cmocka.h>
 
 #include "base/json.h"
-#include "e2e/apiserver/selector.h"
+#include "operator/kube/selector.h"
+
+static const char *const fields[] = { "metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName",
+                                       "status.phase", NULL };
 
 static json_object *obj(void)
 {
@@ -20,23 +23,23 @@ static json_object *obj(void)
 
 static bool labels_match(const char *sel, json_object *o)
 {
-    struct fg__selector s;
+    struct fg_selector s;
     char msg[FG_ERRMSG_MAX];
-    if (fg__selector_parse_labels(sel, &s, msg) != FG_OK)
+    if (fg_selector_parse_labels(sel, &s, msg) != FG_OK)
         fail_msg("parse %s: %s", sel, msg);
-    bool m = fg__selector_match_labels(&s, o);
-    fg__selector_cleanup(&s);
+    bool m = fg_selector_match_labels(&s, o);
+    fg_selector_cleanup(&s);
     return m;
 }
 
 static bool fields_match(const char *sel, json_object *o)
 {
-    struct fg__selector s;
+    struct fg_selector s;
     char msg[FG_ERRMSG_MAX];
-    if (fg__selector_parse_fields(sel, &s, msg) != FG_OK)
+    if (fg_selector_parse_fields(sel, fields, &s, msg) != FG_OK)
         fail_msg("parse %s: %s", sel, msg);
-    bool m = fg__selector_match_fields(&s, o);
-    fg__selector_cleanup(&s);
+    bool m = fg_selector_match_fields(&s, o);
+    fg_selector_cleanup(&s);
     return m;
 }
 
@@ -71,9 +74,9 @@ static void label_syntax_errors(void **state)
     static const char *const bad[] = { "app===web", "=web", "app in web", "app in (a", "app=web,", "app web",
                                        "a/b/c=1", "app=x y", "-bad!=1=2" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        struct fg__selector s;
+        struct fg_selector s;
         char msg[FG_ERRMSG_MAX] = "";
-        if (fg__selector_parse_labels(bad[i], &s, msg) != FG_E_PARSE)
+        if (fg_selector_parse_labels(bad[i], &s, msg) != FG_E_PARSE)
             fail_msg("accepted bad selector %s", bad[i]);
         assert_true(strlen(msg) > 0);
         assert_null(s.reqs);
@@ -91,12 +94,12 @@ static void field_selectors(void **state)
     assert_false(fields_match("spec.nodeName!=n1", o));
     assert_true(fields_match("spec.schedulerName=", o)); /* absent reads as "" */
     assert_true(fields_match("status.phase=Running", o));
-    struct fg__selector s;
+    struct fg_selector s;
     char msg[FG_ERRMSG_MAX];
-    assert_int_equal(fg__selector_parse_fields("spec.foo=1", &s, msg), FG_E_PARSE);
+    assert_int_equal(fg_selector_parse_fields("spec.foo=1", fields, &s, msg), FG_E_PARSE);
     assert_non_null(strstr(msg, "field label not supported: spec.foo"));
-    assert_int_equal(fg__selector_parse_fields("metadata.name", &s, msg), FG_E_PARSE);
-    assert_int_equal(fg__selector_parse_fields("=x", &s, msg), FG_E_PARSE);
+    assert_int_equal(fg_selector_parse_fields("metadata.name", fields, &s, msg), FG_E_PARSE);
+    assert_int_equal(fg_selector_parse_fields("=x", fields, &s, msg), FG_E_PARSE);
     json_object_put(o);
 }
 
@@ -116,11 +119,11 @@ static void label_selector_objects(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
         json_object *j = NULL;
         assert_int_equal(fg_json_parse(cases[i].sel, strlen(cases[i].sel), 0, &j, NULL), FG_OK);
-        struct fg__selector s;
-        assert_int_equal(fg__selector_from_json(j, &s, NULL), FG_OK);
-        if (fg__selector_match_labels(&s, o) != cases[i].match)
+        struct fg_selector s;
+        assert_int_equal(fg_selector_from_json(j, &s, NULL), FG_OK);
+        if (fg_selector_match_labels(&s, o) != cases[i].match)
             fail_msg("selector %s: want %d", cases[i].sel, cases[i].match);
-        fg__selector_cleanup(&s);
+        fg_selector_cleanup(&s);
         json_object_put(j);
     }
     static const char *const bad[] = { "[]", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Near\"}]}",
@@ -128,9 +131,9 @@ static void label_selector_objects(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         json_object *j = NULL;
         assert_int_equal(fg_json_parse(bad[i], strlen(bad[i]), 0, &j, NULL), FG_OK);
-        struct fg__selector s;
+        struct fg_selector s;
         char msg[FG_ERRMSG_MAX];
-        assert_int_equal(fg__selector_from_json(j, &s, msg), FG_E_PARSE);
+        assert_int_equal(fg_selector_from_json(j, &s, msg), FG_E_PARSE);
         assert_null(s.reqs);
         json_object_put(j);
     }

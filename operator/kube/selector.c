@@ -1,5 +1,5 @@
 /* selector — Kubernetes label and field selector parsing and matching; see selector.h. */
-#include "e2e/apiserver/selector.h"
+#include "operator/kube/selector.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -11,19 +11,15 @@
 #define MAX_LABEL_NAME 63
 #define MAX_LABEL_KEY 317 /* 253-byte prefix + '/' + 63-byte name */
 
-static const char *const supported_fields[] = {
-    "metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName", "status.phase",
-};
-
 static bool is_label_char(char c)
 {
     return isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.';
 }
 
-static struct fg__sel_req *add_req(struct fg__selector *sel, const char *key, size_t key_len, enum fg__sel_op op)
+static struct fg_sel_req *add_req(struct fg_selector *sel, const char *key, size_t key_len, enum fg_sel_op op)
 {
     sel->reqs = fg_realloc(sel->reqs, (sel->n + 1) * sizeof(*sel->reqs));
-    struct fg__sel_req *r = &sel->reqs[sel->n++];
+    struct fg_sel_req *r = &sel->reqs[sel->n++];
     r->key = fg_strndup(key, key_len);
     r->op = op;
     r->values = NULL;
@@ -31,13 +27,13 @@ static struct fg__sel_req *add_req(struct fg__selector *sel, const char *key, si
     return r;
 }
 
-static void add_value(struct fg__sel_req *r, const char *v, size_t len)
+static void add_value(struct fg_sel_req *r, const char *v, size_t len)
 {
     r->values = fg_realloc(r->values, (r->nvalues + 1) * sizeof(*r->values));
     r->values[r->nvalues++] = fg_strndup(v, len);
 }
 
-void fg__selector_cleanup(struct fg__selector *sel)
+void fg_selector_cleanup(struct fg_selector *sel)
 {
     for (size_t i = 0; i < sel->n; i++) {
         free(sel->reqs[i].key);
@@ -87,7 +83,7 @@ static bool word_at(const char *p, const char *w)
     return !strncmp(p, w, n) && (p[n] == ' ' || p[n] == '(');
 }
 
-static enum fg_err parse_set(const char *p, struct fg__sel_req *r, const char **end, const char *all, char *errmsg)
+static enum fg_err parse_set(const char *p, struct fg_sel_req *r, const char **end, const char *all, char *errmsg)
 {
     p = skip_spaces(p);
     if (*p != '(')
@@ -115,7 +111,7 @@ static enum fg_err parse_set(const char *p, struct fg__sel_req *r, const char **
     return FG_OK;
 }
 
-static enum fg_err parse_one_label(const char *p, struct fg__selector *sel, const char **end, const char *all,
+static enum fg_err parse_one_label(const char *p, struct fg_selector *sel, const char **end, const char *all,
                                    char *errmsg)
 {
     p = skip_spaces(p);
@@ -128,24 +124,24 @@ static enum fg_err parse_one_label(const char *p, struct fg__selector *sel, cons
     const char *key = p;
     p = skip_spaces(p + klen);
     if (negated || *p == ',' || *p == '\0') {
-        add_req(sel, key, klen, negated ? FG__SEL_NOT_EXISTS : FG__SEL_EXISTS);
+        add_req(sel, key, klen, negated ? FG_SEL_NOT_EXISTS : FG_SEL_EXISTS);
         *end = p;
         return FG_OK;
     }
-    enum fg__sel_op op;
+    enum fg_sel_op op;
     if (p[0] == '=' && p[1] == '=') {
-        op = FG__SEL_EQ;
+        op = FG_SEL_EQ;
         p += 2;
     } else if (p[0] == '=') {
-        op = FG__SEL_EQ;
+        op = FG_SEL_EQ;
         p += 1;
     } else if (p[0] == '!' && p[1] == '=') {
-        op = FG__SEL_NEQ;
+        op = FG_SEL_NEQ;
         p += 2;
     } else if (word_at(p, "in")) {
-        return parse_set(p + 2, add_req(sel, key, klen, FG__SEL_IN), end, all, errmsg);
+        return parse_set(p + 2, add_req(sel, key, klen, FG_SEL_IN), end, all, errmsg);
     } else if (word_at(p, "notin")) {
-        return parse_set(p + 5, add_req(sel, key, klen, FG__SEL_NOTIN), end, all, errmsg);
+        return parse_set(p + 5, add_req(sel, key, klen, FG_SEL_NOTIN), end, all, errmsg);
     } else {
         return fg_errmsg(errmsg, FG_E_PARSE, "unable to parse requirement: unknown operator at position %zu in \"%s\"",
                          (size_t)(p - all), all);
@@ -159,7 +155,7 @@ static enum fg_err parse_one_label(const char *p, struct fg__selector *sel, cons
     return FG_OK;
 }
 
-enum fg_err fg__selector_parse_labels(const char *s, struct fg__selector *out, char *errmsg)
+enum fg_err fg_selector_parse_labels(const char *s, struct fg_selector *out, char *errmsg)
 {
     memset(out, 0, sizeof(*out));
     if (!s || !*skip_spaces(s))
@@ -168,13 +164,13 @@ enum fg_err fg__selector_parse_labels(const char *s, struct fg__selector *out, c
     for (;;) {
         enum fg_err err = parse_one_label(p, out, &p, s, errmsg);
         if (err) {
-            fg__selector_cleanup(out);
+            fg_selector_cleanup(out);
             return err;
         }
         if (*p == '\0')
             return FG_OK;
         if (*p != ',') {
-            fg__selector_cleanup(out);
+            fg_selector_cleanup(out);
             return fg_errmsg(errmsg, FG_E_PARSE,
                              "unable to parse requirement: unexpected '%c' at position %zu in \"%s\"", *p,
                              (size_t)(p - s), s);
@@ -183,15 +179,16 @@ enum fg_err fg__selector_parse_labels(const char *s, struct fg__selector *out, c
     }
 }
 
-static bool supported_field(const char *key, size_t len)
+static bool supported_field(const char *const *fields, const char *key, size_t len)
 {
-    for (size_t i = 0; i < sizeof(supported_fields) / sizeof(*supported_fields); i++)
-        if (strlen(supported_fields[i]) == len && !strncmp(supported_fields[i], key, len))
+    for (size_t i = 0; fields[i]; i++)
+        if (strlen(fields[i]) == len && !strncmp(fields[i], key, len))
             return true;
     return false;
 }
 
-enum fg_err fg__selector_parse_fields(const char *s, struct fg__selector *out, char *errmsg)
+enum fg_err fg_selector_parse_fields(const char *s, const char *const *fields, struct fg_selector *out,
+                                     char *errmsg)
 {
     memset(out, 0, sizeof(*out));
     if (!s || !*skip_spaces(s))
@@ -207,14 +204,14 @@ enum fg_err fg__selector_parse_fields(const char *s, struct fg__selector *out, c
             else if (p[i] == '=')
                 op = p + i, op_len = (p[i + 1] == '=') ? 2 : 1;
         }
-        if (!op || op == p || !supported_field(p, (size_t)(op - p))) {
-            fg__selector_cleanup(out);
+        if (!op || op == p || !supported_field(fields, p, (size_t)(op - p))) {
+            fg_selector_cleanup(out);
             if (op && op != p)
                 return fg_errmsg(errmsg, FG_E_PARSE, "field label not supported: %.*s", (int)(op - p), p);
             return fg_errmsg(errmsg, FG_E_PARSE, "invalid field selector term \"%.*s\": expected field=value",
                              (int)term_len, p);
         }
-        struct fg__sel_req *r = add_req(out, p, (size_t)(op - p), *op == '!' ? FG__SEL_NEQ : FG__SEL_EQ);
+        struct fg_sel_req *r = add_req(out, p, (size_t)(op - p), *op == '!' ? FG_SEL_NEQ : FG_SEL_EQ);
         add_value(r, op + op_len, term_len - (size_t)(op + op_len - p));
         if (p[term_len] == '\0')
             return FG_OK;
@@ -222,11 +219,11 @@ enum fg_err fg__selector_parse_fields(const char *s, struct fg__selector *out, c
     }
 }
 
-static enum fg_err add_expression(struct fg__selector *sel, json_object *e, size_t i, char *errmsg)
+static enum fg_err add_expression(struct fg_selector *sel, json_object *e, size_t i, char *errmsg)
 {
-    static const struct { const char *name; enum fg__sel_op op; } ops[] = {
-        { "In", FG__SEL_IN }, { "NotIn", FG__SEL_NOTIN }, { "Exists", FG__SEL_EXISTS },
-        { "DoesNotExist", FG__SEL_NOT_EXISTS },
+    static const struct { const char *name; enum fg_sel_op op; } ops[] = {
+        { "In", FG_SEL_IN }, { "NotIn", FG_SEL_NOTIN }, { "Exists", FG_SEL_EXISTS },
+        { "DoesNotExist", FG_SEL_NOT_EXISTS },
     };
     const char *key = fg_json_get_str(e, "key", NULL);
     const char *op = fg_json_get_str(e, "operator", NULL);
@@ -234,7 +231,7 @@ static enum fg_err add_expression(struct fg__selector *sel, json_object *e, size
     for (size_t k = 0; key && op && k < sizeof(ops) / sizeof(*ops); k++) {
         if (strcmp(op, ops[k].name))
             continue;
-        struct fg__sel_req *r = add_req(sel, key, strlen(key), ops[k].op);
+        struct fg_sel_req *r = add_req(sel, key, strlen(key), ops[k].op);
         for (size_t v = 0; json_object_is_type(values, json_type_array) && v < json_object_array_length(values); v++) {
             json_object *item = json_object_array_get_idx(values, v);
             const char *value = item ? json_object_get_string(item) : "";
@@ -246,7 +243,7 @@ static enum fg_err add_expression(struct fg__selector *sel, json_object *e, size
                      "DoesNotExist", i);
 }
 
-enum fg_err fg__selector_from_json(json_object *label_selector, struct fg__selector *out, char *errmsg)
+enum fg_err fg_selector_from_json(json_object *label_selector, struct fg_selector *out, char *errmsg)
 {
     memset(out, 0, sizeof(*out));
     if (!json_object_is_type(label_selector, json_type_object))
@@ -255,21 +252,21 @@ enum fg_err fg__selector_from_json(json_object *label_selector, struct fg__selec
     if (json_object_is_type(labels, json_type_object)) {
         json_object_object_foreach(labels, key, value) {
             const char *v = value ? json_object_get_string(value) : "";
-            add_value(add_req(out, key, strlen(key), FG__SEL_EQ), v, strlen(v));
+            add_value(add_req(out, key, strlen(key), FG_SEL_EQ), v, strlen(v));
         }
     }
     json_object *exprs = fg_json_get(label_selector, "matchExpressions", NULL);
     for (size_t i = 0; json_object_is_type(exprs, json_type_array) && i < json_object_array_length(exprs); i++) {
         enum fg_err err = add_expression(out, json_object_array_get_idx(exprs, i), i, errmsg);
         if (err) {
-            fg__selector_cleanup(out);
+            fg_selector_cleanup(out);
             return err;
         }
     }
     return FG_OK;
 }
 
-static bool in_values(const struct fg__sel_req *r, const char *v)
+static bool in_values(const struct fg_sel_req *r, const char *v)
 {
     for (size_t i = 0; i < r->nvalues; i++)
         if (!strcmp(r->values[i], v))
@@ -278,20 +275,20 @@ static bool in_values(const struct fg__sel_req *r, const char *v)
 }
 
 /* value NULL means "absent". */
-static bool req_matches(const struct fg__sel_req *r, const char *value)
+static bool req_matches(const struct fg_sel_req *r, const char *value)
 {
     switch (r->op) {
-    case FG__SEL_EXISTS: return value != NULL;
-    case FG__SEL_NOT_EXISTS: return value == NULL;
-    case FG__SEL_EQ:
-    case FG__SEL_IN: return value && in_values(r, value);
-    case FG__SEL_NEQ:
-    case FG__SEL_NOTIN: return !value || !in_values(r, value);
+    case FG_SEL_EXISTS: return value != NULL;
+    case FG_SEL_NOT_EXISTS: return value == NULL;
+    case FG_SEL_EQ:
+    case FG_SEL_IN: return value && in_values(r, value);
+    case FG_SEL_NEQ:
+    case FG_SEL_NOTIN: return !value || !in_values(r, value);
     }
     return false;
 }
 
-bool fg__selector_match_labels(const struct fg__selector *sel, json_object *obj)
+bool fg_selector_match_labels(const struct fg_selector *sel, json_object *obj)
 {
     json_object *labels = fg_json_get(obj, "metadata", "labels", NULL);
     for (size_t i = 0; i < sel->n; i++) {
@@ -312,7 +309,7 @@ static const char *field_value(json_object *obj, const char *path)
     return v ? v : "";
 }
 
-bool fg__selector_match_fields(const struct fg__selector *sel, json_object *obj)
+bool fg_selector_match_fields(const struct fg_selector *sel, json_object *obj)
 {
     for (size_t i = 0; i < sel->n; i++)
         if (!req_matches(&sel->reqs[i], field_value(obj, sel->reqs[i].key)))
