@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "crds/builtin.h"
 #include "crds/gpuworkload.h"
 #include "operator/manager/controllers.h"
@@ -97,8 +98,8 @@ static enum fg_err upgrade_builtin(struct fg_policy_reconciler *r, const struct 
 static enum fg_err write_status(struct fg_policy_reconciler *r, const char *name, json_object *policy,
                                 size_t workloads)
 {
-    char now[32];
-    fg_policy_status_time(fg_clock_wall_ms(), now, sizeof now);
+    char now[FG_TIME_MAX];
+    fg_time_format(fg_clock_wall_ms(), now);
     bool valid = false;
     json_object *status = fg_policy_status_build(policy, (int64_t)workloads, now, &valid);
     enum fg_err err = FG_OK;

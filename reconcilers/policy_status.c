@@ -11,14 +11,6 @@
 #include "base/json.h"
 #include "crds/gpupolicy.h"
 
-void fg_policy_status_time(int64_t wall_ms, char *out, unsigned long size)
-{
-    time_t t = (time_t)(wall_ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The existing condition of `type` in policy's status, or NULL. */
 static json_object *current_condition(json_object *policy, const char *type)
 {

@@ -23,7 +23,4 @@ json_object *fg_policy_status_build(json_object *policy, int64_t workloads, cons
 /* True when policy's current .status differs from `desired`. */
 bool fg_policy_status_changed(json_object *policy, json_object *desired);
 
-/* Writes the RFC 3339 UTC form of wall_ms ("2026-01-02T03:04:05Z") into out (at least 32 bytes). */
-void fg_policy_status_time(int64_t wall_ms, char *out, unsigned long size);
-
 #endif

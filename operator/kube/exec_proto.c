@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "base/timefmt.h"
 #include "base/mem.h"
 #include "operator/kube/exec_internal.h"
 
@@ -73,66 +74,6 @@ char *fg__kube_exec_info(const struct fg_kube_config *cfg)
     return text;
 }
 
-/* Exactly n decimal digits at *s, advancing it. */
-static bool digits(const char **s, int n, int *out)
-{
-    *out = 0;
-    for (int i = 0; i < n; i++, (*s)++) {
-        if (!isdigit((unsigned char)**s))
-            return false;
-        *out = *out * 10 + (**s - '0');
-    }
-    return true;
-}
-
-static bool expect(const char **s, const char *one_of)
-{
-    if (!**s || !strchr(one_of, **s))
-        return false;
-    (*s)++;
-    return true;
-}
-
-static int days_in_month(int year, int month)
-{
-    static const int days[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    return month == 2 && leap ? 29 : days[month - 1];
-}
-
-/* "2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123+02:00" -> ms since the epoch. */
-static bool parse_rfc3339(const char *s, int64_t *ms)
-{
-    int year, mon, day, hour, min, sec, frac_ms = 0, off_h = 0, off_m = 0, sign = 0;
-    if (!digits(&s, 4, &year) || !expect(&s, "-") || !digits(&s, 2, &mon) || !expect(&s, "-") ||
-        !digits(&s, 2, &day) || !expect(&s, "Tt") || !digits(&s, 2, &hour) || !expect(&s, ":") ||
-        !digits(&s, 2, &min) || !expect(&s, ":") || !digits(&s, 2, &sec))
-        return false;
-    if (*s == '.') {
-        int scale = 100, n = 0;
-        for (s++; isdigit((unsigned char)*s); s++, n++) {
-            frac_ms += (*s - '0') * scale;
-            scale /= 10;
-        }
-        if (n == 0 || n > 9)
-            return false;
-    }
-    if (*s == '+' || *s == '-') {
-        sign = *s++ == '-' ? -1 : 1;
-        if (!digits(&s, 2, &off_h) || !expect(&s, ":") || !digits(&s, 2, &off_m) || off_h > 23 || off_m > 59)
-            return false;
-    } else if (!expect(&s, "Zz")) {
-        return false;
-    }
-    if (*s || mon < 1 || mon > 12 || day < 1 || day > days_in_month(year, mon) || hour > 23 || min > 59 || sec > 59)
-        return false;
-    struct tm tm = { .tm_year = year - 1900, .tm_mon = mon - 1, .tm_mday = day,
-                     .tm_hour = hour, .tm_min = min, .tm_sec = sec };
-    int64_t t = (int64_t)timegm(&tm) - (int64_t)sign * (off_h * 3600 + off_m * 60);
-    *ms = t * 1000 + frac_ms;
-    return true;
-}
-
 /* status[key] as a string into *out: absent, null or "" leave it NULL. */
 static enum fg_err status_str(json_object *status, const char *key, char **out, char *errmsg)
 {
@@ -164,7 +105,7 @@ static enum fg_err parse_status(json_object *status, struct fg__kube_cred *cred,
     if (!exp)
         return FG_OK;
     const char *text = json_object_is_type(exp, json_type_string) ? json_object_get_string(exp) : NULL;
-    if (!text || !parse_rfc3339(text, &cred->expiry_ms))
+    if (!text || !fg_time_parse(text, &cred->expiry_ms))
         return fg_errmsg(errmsg, FG_E_PARSE, "output: status.expirationTimestamp \"%.40s\" is not an RFC 3339 time",
                          text ? text : "(not a string)");
     return FG_OK;

@@ -26,6 +26,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resource.h"
 
@@ -144,17 +145,6 @@ uint64_t fg_leader_terms(const struct fg_leader *le)
 
 /* ---- the Lease record ---- */
 
-/* RFC 3339 with microseconds, as metav1.MicroTime is written. */
-static void micro_time(char *out, size_t size)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(out, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, size - n, ".%06ldZ", ts.tv_nsec / 1000);
-}
-
 static void record_read(json_object *lease, struct record *r)
 {
     memset(r, 0, sizeof *r);
@@ -174,8 +164,8 @@ static void record_read(json_object *lease, struct record *r)
 /* Writes r with renewTime = now into lease's spec (lease modified). */
 static void record_write(json_object *lease, const struct record *r)
 {
-    char now[40];
-    micro_time(now, sizeof now);
+    char now[FG_TIME_MAX];
+    fg_time_format_micro(fg_clock_wall_ms(), now);
     json_object *spec = fg_json_ensure_obj(lease, "spec");
     if (r->holder[0])
         fg_json_set_str(spec, "holderIdentity", r->holder);

@@ -109,16 +109,6 @@ static void test_unchanged_status_is_stable(void **state)
     json_object_put(p);
 }
 
-static void test_time_format(void **state)
-{
-    (void)state;
-    char out[32];
-    fg_policy_status_time(0, out, sizeof out);
-    assert_string_equal(out, "1970-01-01T00:00:00Z");
-    fg_policy_status_time(1767225600123ll, out, sizeof out);
-    assert_string_equal(out, "2026-01-01T00:00:00Z");
-}
-
 static void test_workload_index(void **state)
 {
     (void)state;
@@ -144,7 +134,6 @@ int main(void)
         cmocka_unit_test(test_cross_field_invalid),
         cmocka_unit_test(test_schema_invalid),
         cmocka_unit_test(test_unchanged_status_is_stable),
-        cmocka_unit_test(test_time_format),
         cmocka_unit_test(test_workload_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
