@@ -136,3 +136,8 @@ void fg_json_set_str(json_object *o, const char *key, const char *value)
     else
         json_object_object_del(o, key);
 }
+
+size_t fg_json_array_len(json_object *a)
+{
+    return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
