@@ -31,6 +31,11 @@ FG__RES(fg_kube_statefulsets, "apps", "v1", "statefulsets", "StatefulSet", true)
 FG__RES(fg_kube_jobs, "batch", "v1", "jobs", "Job", true);
 FG__RES(fg_kube_cronjobs, "batch", "v1", "cronjobs", "CronJob", true);
 FG__RES(fg_kube_poddisruptionbudgets, "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true);
+FG__RES(fg_kube_replicasets, "apps", "v1", "replicasets", "ReplicaSet", true);
+FG__RES(fg_kube_daemonsets, "apps", "v1", "daemonsets", "DaemonSet", true);
+FG__RES(fg_kube_serviceaccounts, "", "v1", "serviceaccounts", "ServiceAccount", true);
+FG__RES(fg_kube_endpointslices, "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true);
+FG__RES(fg_kube_priorityclasses, "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false);
 
 /* Appends "/" and the escaped segment. */
 static void append_segment(struct fg_buf *b, const char *seg)
