@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "assert.h"
 #include "mem.h"
 
 void fg_buf_init(struct fg_buf *b, size_t limit)
@@ -65,6 +66,18 @@ enum fg_err fg_buf_append(struct fg_buf *b, const void *data, size_t n)
     b->len += n;
     b->data[b->len] = '\0';
     return FG_OK;
+}
+
+void fg_buf_put(struct fg_buf *b, const void *data, size_t n)
+{
+    fg_assert(b->limit == 0);
+    enum fg_err err = fg_buf_append(b, data, n);
+    (void)err;
+}
+
+void fg_buf_put_str(struct fg_buf *b, const char *s)
+{
+    fg_buf_put(b, s, strlen(s));
 }
 
 enum fg_err fg_buf_puts(struct fg_buf *b, const char *s)

@@ -36,6 +36,9 @@ char *fg_buf_take(struct fg_buf *b);
 enum fg_err fg_buf_append(struct fg_buf *b, const void *data, size_t n) FG_MUST_USE;
 enum fg_err fg_buf_puts(struct fg_buf *b, const char *s) FG_MUST_USE;
 enum fg_err fg_buf_printf(struct fg_buf *b, const char *fmt, ...) FG_MUST_USE __attribute__((format(printf, 2, 3)));
+/* The same for a buffer without a limit, where an append cannot fail (asserted). */
+void fg_buf_put(struct fg_buf *b, const void *data, size_t n);
+void fg_buf_put_str(struct fg_buf *b, const char *s);
 /* Removes the first n bytes (n > len empties it). */
 void fg_buf_consume(struct fg_buf *b, size_t n);
 

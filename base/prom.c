@@ -7,17 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The buffer is unlimited (prom.h), so an append cannot fail. */
-static void put(struct fg_buf *b, const char *s, size_t n)
-{
-    enum fg_err err = fg_buf_append(b, s, n);
-    (void)err;
-}
-
-static void puts_(struct fg_buf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
 
 const char *fg_prom_type_name(enum fg_prom_type t)
 {
@@ -34,25 +23,25 @@ static void escape_help(struct fg_buf *b, const char *s)
 {
     for (; *s; s++) {
         if (*s == '\\')
-            puts_(b, "\\\\");
+            fg_buf_put_str(b, "\\\\");
         else if (*s == '\n')
-            puts_(b, "\\n");
+            fg_buf_put_str(b, "\\n");
         else
-            put(b, s, 1);
+            fg_buf_put(b, s, 1);
     }
 }
 
 void fg_prom_family(struct fg_buf *out, const char *name, enum fg_prom_type type, const char *help)
 {
-    puts_(out, "# HELP ");
-    puts_(out, name);
-    put(out, " ", 1);
+    fg_buf_put_str(out, "# HELP ");
+    fg_buf_put_str(out, name);
+    fg_buf_put(out, " ", 1);
     escape_help(out, help ? help : "");
-    puts_(out, "\n# TYPE ");
-    puts_(out, name);
-    put(out, " ", 1);
-    puts_(out, fg_prom_type_name(type));
-    put(out, "\n", 1);
+    fg_buf_put_str(out, "\n# TYPE ");
+    fg_buf_put_str(out, name);
+    fg_buf_put(out, " ", 1);
+    fg_buf_put_str(out, fg_prom_type_name(type));
+    fg_buf_put(out, "\n", 1);
 }
 
 void fg_prom_escape(struct fg_buf *out, const char *s)
@@ -62,11 +51,11 @@ void fg_prom_escape(struct fg_buf *out, const char *s)
         const char *esc = *s == '\\' ? "\\\\" : *s == '"' ? "\\\"" : *s == '\n' ? "\\n" : NULL;
         if (!esc)
             continue;
-        put(out, run, (size_t)(s - run));
-        puts_(out, esc);
+        fg_buf_put(out, run, (size_t)(s - run));
+        fg_buf_put_str(out, esc);
         run = s + 1;
     }
-    put(out, run, (size_t)(s - run));
+    fg_buf_put(out, run, (size_t)(s - run));
 }
 
 void fg_prom_labels(struct fg_buf *out, const char *const *labels)
@@ -75,26 +64,26 @@ void fg_prom_labels(struct fg_buf *out, const char *const *labels)
     for (size_t i = 0; labels && labels[i]; i += 2) {
         if (!labels[i + 1])
             continue;
-        put(out, open ? "," : "{", 1);
+        fg_buf_put(out, open ? "," : "{", 1);
         open = true;
-        puts_(out, labels[i]);
-        put(out, "=\"", 2);
+        fg_buf_put_str(out, labels[i]);
+        fg_buf_put(out, "=\"", 2);
         fg_prom_escape(out, labels[i + 1]);
-        put(out, "\"", 1);
+        fg_buf_put(out, "\"", 1);
     }
     if (open)
-        put(out, "}", 1);
+        fg_buf_put(out, "}", 1);
 }
 
 void fg_prom_value(struct fg_buf *out, double v)
 {
     char text[40];
     if (isnan(v)) {
-        puts_(out, "NaN");
+        fg_buf_put_str(out, "NaN");
         return;
     }
     if (isinf(v)) {
-        puts_(out, v > 0 ? "+Inf" : "-Inf");
+        fg_buf_put_str(out, v > 0 ? "+Inf" : "-Inf");
         return;
     }
     if (v == floor(v) && fabs(v) < 9007199254740992.0) {
@@ -106,27 +95,27 @@ void fg_prom_value(struct fg_buf *out, double v)
                 break;
         }
     }
-    puts_(out, text);
+    fg_buf_put_str(out, text);
 }
 
 void fg_prom_sample(struct fg_buf *out, const char *name, const char *const *labels, double value)
 {
-    puts_(out, name);
+    fg_buf_put_str(out, name);
     fg_prom_labels(out, labels);
-    put(out, " ", 1);
+    fg_buf_put(out, " ", 1);
     fg_prom_value(out, value);
-    put(out, "\n", 1);
+    fg_buf_put(out, "\n", 1);
 }
 
 void fg_prom_sample_u64(struct fg_buf *out, const char *name, const char *const *labels, uint64_t value)
 {
     char text[24];
     snprintf(text, sizeof text, "%" PRIu64, value);
-    puts_(out, name);
+    fg_buf_put_str(out, name);
     fg_prom_labels(out, labels);
-    put(out, " ", 1);
-    puts_(out, text);
-    put(out, "\n", 1);
+    fg_buf_put(out, " ", 1);
+    fg_buf_put_str(out, text);
+    fg_buf_put(out, "\n", 1);
 }
 
 static bool name_char(char c, bool first, bool colon)

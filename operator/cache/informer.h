@@ -24,7 +24,7 @@
 #include "operator/cache/reflector.h"
 #include "operator/cache/store.h"
 
-#define FG_INFORMER_MAX_HANDLERS 8
+#define FG_INFORMER_MAX_HANDLERS 16
 
 struct fg_informer_opts {
     struct fg_reflector_opts reflector;

@@ -22,6 +22,7 @@
 
 struct watch {
     struct fg_manager_controller *c;
+    struct fg_informer *informer;
     fg_map_fn *map;
     void *ud;
 };
@@ -52,6 +53,11 @@ void fg_keys_add(struct fg_keys *out, const char *key)
             fg_log(FG_LOG_WARN, c->component, "cannot queue \"%s\": %s", key, fg_err_str(err));
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void fg_manager_controller_enqueue(struct fg_manager_controller *c, const char *key)
+{
+    fg_keys_add(&(struct fg_keys){ c }, key);
 }
 
 /* ---- informer handlers ---- */
@@ -123,10 +129,18 @@ static enum fg_err term_start(void *ud, char *errmsg)
     pthread_mutex_unlock(&c->mu);
     struct fg_keys keys = { c };
     struct fg_kobj_list all;
-    fg_store_list(fg_informer_store(c->spec.primary), &all);
-    for (size_t i = 0; i < all.n; i++)
-        fg_keys_add(&keys, fg_kobj_key(all.items[i]));
-    fg_kobj_list_cleanup(&all);
+    if (c->spec.primary) {
+        fg_store_list(fg_informer_store(c->spec.primary), &all);
+        for (size_t i = 0; i < all.n; i++)
+            fg_keys_add(&keys, fg_kobj_key(all.items[i]));
+        fg_kobj_list_cleanup(&all);
+    }
+    for (size_t w = 0; !c->spec.primary && w < c->n_watches; w++) {
+        fg_store_list(fg_informer_store(c->watches[w]->informer), &all);
+        for (size_t i = 0; i < all.n; i++)
+            c->watches[w]->map(c->watches[w]->ud, all.items[i], &keys);
+        fg_kobj_list_cleanup(&all);
+    }
     if (c->spec.seed)
         c->spec.seed(c->spec.seed_ud, &keys);
     return FG_OK;
@@ -200,8 +214,8 @@ static struct fg_counter *result_counter(struct fg_manager *m, const char *name,
 enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controller_spec *spec,
                                   struct fg_manager_controller **out, char *errmsg)
 {
-    if (!spec || !spec->name || !*spec->name || !spec->reconcile || !spec->primary)
-        return fg_errmsg(errmsg, FG_E_INVAL, "a controller needs a name, a reconcile function and a primary informer");
+    if (!spec || !spec->name || !*spec->name || !spec->reconcile)
+        return fg_errmsg(errmsg, FG_E_INVAL, "a controller needs a name and a reconcile function");
     if (spec->workers == 0 || spec->workers > FG_CONTROLLER_MAX_WORKERS)
         return fg_errmsg(errmsg, FG_E_INVAL, "controller %s: workers must be 1..%d, not %u", spec->name,
                          FG_CONTROLLER_MAX_WORKERS, spec->workers);
@@ -225,7 +239,7 @@ enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controll
                                        fg_metrics_latency_bounds_n);
     m->controllers = fg_realloc(m->controllers, (m->n_controllers + 1) * sizeof *m->controllers);
     m->controllers[m->n_controllers++] = c;
-    enum fg_err err = fg_informer_add_handler(spec->primary, &primary_handler, c);
+    enum fg_err err = spec->primary ? fg_informer_add_handler(spec->primary, &primary_handler, c) : FG_OK;
     if (!err)
         err = fg_manager_add_runnable(m, &(struct fg_runnable){ .name = c->component, .leader_only = true,
                                                                .start = term_start, .stop = term_stop, .ud = c });
@@ -244,7 +258,7 @@ enum fg_err fg_manager_watches(struct fg_manager_controller *c, struct fg_inform
     if (c->m->spent)
         return fg_errmsg(errmsg, FG_E_BUSY, "controller %s: watch added after the manager started", c->spec.name);
     struct watch *w = fg_calloc(1, sizeof *w);
-    *w = (struct watch){ c, map, ud };
+    *w = (struct watch){ c, secondary, map, ud };
     c->watches = fg_realloc(c->watches, (c->n_watches + 1) * sizeof *c->watches);
     c->watches[c->n_watches++] = w;
     enum fg_err err = fg_informer_add_handler(secondary, &secondary_handler, w);

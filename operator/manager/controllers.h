@@ -49,16 +49,23 @@ struct fg_controller_spec {
     unsigned workers;               /* 1..FG_CONTROLLER_MAX_WORKERS */
     fg_reconcile_fn *reconcile;
     void *ud;
-    struct fg_informer *primary;    /* from the manager's informer factory */
+    struct fg_informer *primary;    /* from the manager's informer factory; NULL: keys come only from
+                                       watches and seeds (a controller of objects of many kinds, whose
+                                       map functions make the keys; at each start every object of every
+                                       watched informer is mapped) */
     fg_seed_fn *seed;               /* NULL: none */
     void *seed_ud;
 };
 
 /* Registers a controller with m (before fg_manager_start). FG_E_INVAL (errmsg) for a spec without
- * name, reconcile or primary, or workers out of range; FG_E_BUSY once started. The controller belongs
- * to the manager. */
+ * name or reconcile, or workers out of range; FG_E_BUSY once started. The controller belongs to the
+ * manager. */
 enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controller_spec *spec,
                                   struct fg_manager_controller **out, char *errmsg) FG_MUST_USE;
+/* Queues key for reconcile now, from any thread: how a source of events other than an informer (a
+ * process that exited, a timer of the component's own) reaches the controller (controller-runtime's
+ * source.Channel). Dropped while this replica does not lead. */
+void fg_manager_controller_enqueue(struct fg_manager_controller *c, const char *key);
 /* Reconciles the keys map gives for every event of secondary. FG_E_BUSY once started. */
 enum fg_err fg_manager_watches(struct fg_manager_controller *c, struct fg_informer *secondary, fg_map_fn *map,
                                void *ud, char *errmsg) FG_MUST_USE;

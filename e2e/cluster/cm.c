@@ -1,0 +1,155 @@
+/* cm — the simulated controller manager's shared informers and helpers; see cm.h. */
+#include "e2e/cluster/cm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "operator/kube/event.h"
+#include "operator/kube/resource.h"
+
+#define WORKERS 4
+
+static enum fg_err informer(struct fg_sim_cm *cm, const struct fg_kube_resource *res, struct fg_sim_cache *out,
+                            char *errmsg)
+{
+    struct fg_informer_factory *f = fg_manager_informers(cm->m);
+    out->res = res;
+    enum fg_err err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = res }, &out->inf, errmsg);
+    if (!err)
+        err = fg_informer_factory_index(f, out->inf, FG_SIM_INDEX_CONTROLLER, fg_sim_index_controller, NULL);
+    if (!err)
+        err = fg_informer_factory_index(f, out->inf, FG_SIM_INDEX_OWNERS, fg_sim_index_owners, NULL);
+    if (err && !errmsg[0])
+        fg_errmsg(errmsg, err, "cannot index %s", res->plural);
+    return err;
+}
+
+enum fg_err fg_sim_cm_setup(struct fg_manager *m, const struct fg_sim_config *cfg, char *errmsg)
+{
+    struct fg_sim_cm *cm = fg_calloc(1, sizeof *cm);
+    fg_manager_on_free(m, free, cm);
+    cm->m = m;
+    cm->cfg = cfg;
+    cm->client = fg_manager_client(m);
+    cm->workers = WORKERS;
+    enum fg_err err;
+    if ((err = informer(cm, &fg_kube_pods, &cm->pods, errmsg)) ||
+        (err = informer(cm, &fg_kube_replicasets, &cm->replicasets, errmsg)) ||
+        (err = informer(cm, &fg_kube_deployments, &cm->deployments, errmsg)) ||
+        (err = informer(cm, &fg_kube_statefulsets, &cm->statefulsets, errmsg)) ||
+        (err = informer(cm, &fg_kube_daemonsets, &cm->daemonsets, errmsg)) ||
+        (err = informer(cm, &fg_kube_jobs, &cm->jobs, errmsg)) ||
+        (err = informer(cm, &fg_kube_nodes, &cm->nodes, errmsg)) ||
+        (err = informer(cm, &fg_kube_services, &cm->services, errmsg)) ||
+        (err = informer(cm, &fg_kube_endpointslices, &cm->slices, errmsg)))
+        return err;
+    if ((err = fg_sim_replicaset_setup(cm, errmsg)) || (err = fg_sim_deployment_setup(cm, errmsg)) ||
+        (err = fg_sim_statefulset_setup(cm, errmsg)) || (err = fg_sim_daemonset_setup(cm, errmsg)) ||
+        (err = fg_sim_job_setup(cm, errmsg)) || (err = fg_sim_gc_setup(cm, errmsg)) ||
+        (err = fg_sim_podgc_setup(cm, errmsg)) || (err = fg_sim_endpointslice_setup(cm, errmsg)))
+        return err;
+    return FG_OK;
+}
+
+static json_object *parse(struct fg_kobj *o)
+{
+    json_object *obj = NULL;
+    return fg_kobj_parse(o, &obj, NULL) == FG_OK ? obj : NULL;
+}
+
+/* A private tree of o with apiVersion and kind set from res. */
+static json_object *typed(const struct fg_kube_resource *res, struct fg_kobj *o)
+{
+    json_object *obj = parse(o);
+    if (!obj)
+        return NULL;
+    char api_version[128];
+    snprintf(api_version, sizeof api_version, "%s%s%s", res->group, res->group[0] ? "/" : "", res->version);
+    fg_json_set_str(obj, "apiVersion", api_version);
+    fg_json_set_str(obj, "kind", res->kind);
+    return obj;
+}
+
+json_object *fg_sim_cm_get(const struct fg_sim_cache *c, const char *key)
+{
+    struct fg_kobj *o = fg_store_get(fg_informer_store(c->inf), key);
+    if (!o)
+        return NULL;
+    json_object *obj = typed(c->res, o);
+    fg_kobj_unref(o);
+    return obj;
+}
+
+static json_object *to_array(const struct fg_sim_cache *c, struct fg_kobj_list *l)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < l->n; i++) {
+        json_object *obj = typed(c->res, l->items[i]);
+        if (obj)
+            json_object_array_add(arr, obj);
+    }
+    fg_kobj_list_cleanup(l);
+    return arr;
+}
+
+json_object *fg_sim_cm_by_owner(const struct fg_sim_cache *c, const char *index, const char *uid)
+{
+    struct fg_kobj_list l = { 0 };
+    if (uid && fg_store_by_index(fg_informer_store(c->inf), index, uid, &l) != FG_OK)
+        fg_kobj_list_cleanup(&l);
+    return to_array(c, &l);
+}
+
+json_object *fg_sim_cm_list(const struct fg_sim_cache *c)
+{
+    struct fg_kobj_list l = { 0 };
+    fg_store_list(fg_informer_store(c->inf), &l);
+    return to_array(c, &l);
+}
+
+void fg_sim_cm_map_controller(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    const char *kind = ud;
+    json_object *o = parse(obj);
+    json_object *ref = fg_sim_controller_ref(o);
+    const char *name = fg_json_get_str(ref, "name", NULL);
+    if (name && fg_str_eq(fg_json_get_str(ref, "kind", NULL), kind)) {
+        char *key = fg_kobj_make_key(fg_kobj_namespace(obj), name);
+        fg_keys_add(out, key);
+        free(key);
+    }
+    json_object_put(o);
+}
+
+enum fg_err fg_sim_cm_controller(struct fg_sim_cm *cm, const char *name, fg_reconcile_fn *fn, void *ud,
+                                 const struct fg_sim_cache *primary, struct fg_manager_controller **out,
+                                 char *errmsg)
+{
+    struct fg_controller_spec spec = { .name = name, .kind = primary->res->kind, .workers = cm->workers,
+                                       .reconcile = fn, .ud = ud, .primary = primary->inf };
+    return fg_manager_controller(cm->m, &spec, out, errmsg);
+}
+
+void fg_sim_cm_event(struct fg_sim_cm *cm, const char *component, json_object *obj, const char *type,
+                     const char *reason, const char *fmt, ...)
+{
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    struct fg_kube_event ev = { type, reason, message, component, NULL };
+    enum fg_err err = fg_kube_event_emit(cm->client, obj, &ev);
+    if (err)
+        fg_log(FG_LOG_DEBUG, component, "event %s not written: %s", reason, fg_err_str(err));
+}
+
+char *fg_sim_key(json_object *obj)
+{
+    return fg_kobj_make_key(fg_json_get_str(obj, "metadata", "namespace", NULL),
+                            fg_json_get_str(obj, "metadata", "name", NULL));
+}

@@ -1,0 +1,457 @@
+/* config — the simulated cluster's configuration; see config.h. */
+#include "e2e/cluster/config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/duration.h"
+#include "base/json.h"
+#include "base/yaml.h"
+#include "operator/kube/quantity.h"
+
+static void set_group_defaults(struct fg_sim_group *g, const char *name)
+{
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->min_size = 0;
+    g->max_size = 10;
+    g->initial_size = 1;
+    g->labels = json_object_new_object();
+    g->taints = json_object_new_array();
+}
+
+void fg_sim_config_default(struct fg_sim_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    struct fg_sim_group *g = &cfg->groups[cfg->ngroups++];
+    set_group_defaults(g, "gpu");
+    char msg[FG_ERRMSG_MAX];
+    json_object *cap = json_object_new_object();
+    json_object_object_add(cap, "cpu", json_object_new_string("16"));
+    json_object_object_add(cap, "memory", json_object_new_string("64Gi"));
+    json_object_object_add(cap, "pods", json_object_new_string("110"));
+    json_object_object_add(cap, "nvidia.com/gpu", json_object_new_string("4"));
+    if (fg_resources_from_json(cap, &g->capacity, msg) != FG_OK)
+        g->capacity.n = 0;
+    json_object_put(cap);
+    json_object_object_add(g->labels, "nvidia.com/gpu.present", json_object_new_string("true"));
+    snprintf(g->gpu_model, sizeof g->gpu_model, "NVIDIA A100-SXM4-80GB");
+    g->gpu_memory_mib = 81920;
+    cfg->controllers = cfg->scheduler = cfg->kubelets = cfg->autoscaler = true;
+    cfg->autoscale.scan_ns = 1 * FG_NS_PER_S;
+    cfg->autoscale.scale_up_delay_ns = 2 * FG_NS_PER_S;
+    cfg->autoscale.provision_ns = 1 * FG_NS_PER_S;
+    cfg->autoscale.scale_down_unneeded_ns = 10 * FG_NS_PER_S;
+    cfg->autoscale.scale_down_delay_after_add_ns = 10 * FG_NS_PER_S;
+    cfg->kubelet.lease_ns = 10 * FG_NS_PER_S;
+    cfg->kubelet.status_ns = 60 * FG_NS_PER_S;
+    cfg->kubelet.pod_start_ns = 0;
+    cfg->kubelet.job_run_ns = 5 * FG_NS_PER_S;
+    cfg->kubelet.crash_backoff_ns = 10 * FG_NS_PER_S;
+    snprintf(cfg->fracgpu_images[cfg->nimages++], sizeof cfg->fracgpu_images[0], "ghcr.io/fracgpu/fracgpu");
+}
+
+void fg_sim_config_cleanup(struct fg_sim_config *cfg)
+{
+    for (size_t i = 0; i < cfg->ngroups; i++) {
+        json_object_put(cfg->groups[i].labels);
+        json_object_put(cfg->groups[i].taints);
+    }
+    cfg->ngroups = 0;
+}
+
+/* ---- reading ---- */
+
+/* FG_E_PARSE naming path.key for any key of o not in allowed (NULL-terminated). */
+static enum fg_err known_fields(json_object *o, const char *path, const char *const *allowed, char *errmsg)
+{
+    if (!json_object_is_type(o, json_type_object))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s: must be a mapping", path);
+    json_object_object_foreach(o, key, value) {
+        (void)value;
+        bool ok = false;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = !strcmp(*a, key);
+        if (!ok)
+            return fg_errmsg(errmsg, FG_E_PARSE, "%s.%s: unknown field", path, key);
+    }
+    return FG_OK;
+}
+
+static enum fg_err read_duration(json_object *o, const char *key, const char *path, uint64_t *out, char *errmsg)
+{
+    json_object *v = fg_json_get(o, key, NULL);
+    if (!v)
+        return FG_OK;
+    int64_t ms;
+    char why[FG_ERRMSG_MAX] = "";
+    if (!json_object_is_type(v, json_type_string) || fg_duration_parse(json_object_get_string(v), &ms, why))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.%s: a duration such as 500ms, 10s or 5m is expected%s%s", path,
+                         key, why[0] ? ": " : "", why);
+    *out = (uint64_t)ms * FG_NS_PER_MS;
+    return FG_OK;
+}
+
+static enum fg_err read_bool(json_object *o, const char *key, const char *path, bool *out, char *errmsg)
+{
+    json_object *v = fg_json_get(o, key, NULL);
+    if (!v)
+        return FG_OK;
+    if (!json_object_is_type(v, json_type_boolean))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.%s: true or false is expected", path, key);
+    *out = json_object_get_boolean(v);
+    return FG_OK;
+}
+
+static enum fg_err read_count(json_object *o, const char *key, const char *path, unsigned *out, char *errmsg)
+{
+    json_object *v = fg_json_get(o, key, NULL);
+    if (!v)
+        return FG_OK;
+    int64_t n = -1;
+    if (!json_object_is_type(v, json_type_int) || (n = json_object_get_int64(v)) < 0 || n > 100000)
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.%s: a whole number from 0 to 100000 is expected", path, key);
+    *out = (unsigned)n;
+    return FG_OK;
+}
+
+static enum fg_err read_string(json_object *o, const char *key, const char *path, char *out, size_t size,
+                               char *errmsg)
+{
+    json_object *v = fg_json_get(o, key, NULL);
+    if (!v)
+        return FG_OK;
+    const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    if (!s || strlen(s) >= size)
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.%s: a string of at most %zu characters is expected", path, key,
+                         size - 1);
+    snprintf(out, size, "%s", s);
+    return FG_OK;
+}
+
+/* A mapping of string to string (labels), kept. */
+static enum fg_err read_labels(json_object *o, const char *path, json_object **out, char *errmsg)
+{
+    json_object *v = fg_json_get(o, "labels", NULL);
+    if (!v)
+        return FG_OK;
+    if (!json_object_is_type(v, json_type_object))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.labels: must be a mapping", path);
+    json_object *labels = json_object_new_object();
+    json_object_object_foreach(v, key, value) {
+        if (!json_object_is_type(value, json_type_string)) {
+            json_object_put(labels);
+            return fg_errmsg(errmsg, FG_E_PARSE, "%s.labels.%s: label values are strings (quote them)", path, key);
+        }
+        json_object_object_add(labels, key, json_object_get(value));
+    }
+    json_object_put(*out);
+    *out = labels;
+    return FG_OK;
+}
+
+static enum fg_err read_taints(json_object *o, const char *path, json_object **out, char *errmsg)
+{
+    static const char *const fields[] = { "key", "value", "effect", NULL };
+    json_object *v = fg_json_get(o, "taints", NULL);
+    if (!v)
+        return FG_OK;
+    if (!json_object_is_type(v, json_type_array))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.taints: must be a list", path);
+    for (size_t i = 0; i < json_object_array_length(v); i++) {
+        json_object *t = json_object_array_get_idx(v, i);
+        char at[128];
+        snprintf(at, sizeof at, "%s.taints[%zu]", path, i);
+        enum fg_err err = known_fields(t, at, fields, errmsg);
+        if (err)
+            return err;
+        const char *key = fg_json_get_str(t, "key", NULL), *effect = fg_json_get_str(t, "effect", NULL);
+        if (!key || !*key || !effect ||
+            (strcmp(effect, "NoSchedule") && strcmp(effect, "PreferNoSchedule") && strcmp(effect, "NoExecute")))
+            return fg_errmsg(errmsg, FG_E_PARSE, "%s: a key and an effect NoSchedule, PreferNoSchedule or NoExecute "
+                             "are expected", at);
+    }
+    json_object_put(*out);
+    *out = json_object_get(v);
+    return FG_OK;
+}
+
+static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, char *errmsg)
+{
+    static const char *const fields[] = { "name", "minSize", "maxSize", "initialSize", "capacity", "labels",
+                                          "taints", "gpu", NULL };
+    static const char *const gpu_fields[] = { "model", "memory", NULL };
+    char path[64];
+    snprintf(path, sizeof path, "nodeGroups[%zu]", i);
+    enum fg_err err = known_fields(o, path, fields, errmsg);
+    const char *name = fg_json_get_str(o, "name", NULL);
+    if (!err && (!name || !*name || strlen(name) >= sizeof g->name || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(name)))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.name: a lower-case name (letters, digits, '-') is required", path);
+    if (err)
+        return err;
+    set_group_defaults(g, name);
+    g->initial_size = 0;
+    if ((err = read_count(o, "minSize", path, &g->min_size, errmsg)) ||
+        (err = read_count(o, "maxSize", path, &g->max_size, errmsg)) ||
+        (err = read_count(o, "initialSize", path, &g->initial_size, errmsg)) ||
+        (err = read_labels(o, path, &g->labels, errmsg)) || (err = read_taints(o, path, &g->taints, errmsg)))
+        return err;
+    if (!fg_json_get(o, "initialSize", NULL))
+        g->initial_size = g->min_size;
+    if (g->min_size > g->max_size || g->initial_size > g->max_size || g->initial_size < g->min_size)
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s: minSize <= initialSize <= maxSize is required", path);
+    char why[FG_ERRMSG_MAX];
+    json_object *cap = fg_json_get(o, "capacity", NULL);
+    if (!cap || fg_resources_from_json(cap, &g->capacity, why) != FG_OK)
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.capacity: %s", path,
+                         cap ? why : "a resource list (cpu, memory, pods, ...) is required");
+    if (fg_resources_get(&g->capacity, "cpu") <= 0 || fg_resources_get(&g->capacity, "memory") <= 0 ||
+        fg_resources_get(&g->capacity, "pods") <= 0)
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.capacity: cpu, memory and pods must be positive", path);
+    json_object *gpu = fg_json_get(o, "gpu", NULL);
+    if (gpu) {
+        char at[80];
+        snprintf(at, sizeof at, "%s.gpu", path);
+        int64_t mem = 0;
+        if ((err = known_fields(gpu, at, gpu_fields, errmsg)) ||
+            (err = read_string(gpu, "model", at, g->gpu_model, sizeof g->gpu_model, errmsg)))
+            return err;
+        if (fg_json_get(gpu, "memory", NULL) &&
+            (fg_quantity_json(fg_json_get(gpu, "memory", NULL), &mem, why) != FG_OK || mem <= 0))
+            return fg_errmsg(errmsg, FG_E_PARSE, "%s.memory: a positive quantity such as 80Gi is expected", at);
+        g->gpu_memory_mib = mem / 1000 / (1024 * 1024);
+    }
+    return FG_OK;
+}
+
+static enum fg_err read_groups(struct fg_sim_config *cfg, json_object *v, char *errmsg)
+{
+    if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) == 0 ||
+        json_object_array_length(v) > FG_SIM_MAX_GROUPS)
+        return fg_errmsg(errmsg, FG_E_PARSE, "nodeGroups: a list of 1 to %d groups is expected", FG_SIM_MAX_GROUPS);
+    struct fg_sim_config fresh = { .ngroups = 0 };
+    enum fg_err err = FG_OK;
+    for (size_t i = 0; !err && i < json_object_array_length(v); i++) {
+        struct fg_sim_group *g = &fresh.groups[fresh.ngroups];
+        err = read_group(json_object_array_get_idx(v, i), i, g, errmsg);
+        if (g->labels)
+            fresh.ngroups++;   /* allocated, whether or not it was read whole */
+        for (size_t j = 0; !err && j + 1 < fresh.ngroups; j++)
+            if (!strcmp(fresh.groups[j].name, g->name))
+                err = fg_errmsg(errmsg, FG_E_PARSE, "nodeGroups[%zu].name: \"%s\" is used twice", i, g->name);
+    }
+    if (err) {
+        fg_sim_config_cleanup(&fresh);
+        return err;
+    }
+    fg_sim_config_cleanup(cfg);
+    memcpy(cfg->groups, fresh.groups, sizeof cfg->groups);
+    cfg->ngroups = fresh.ngroups;
+    return FG_OK;
+}
+
+static enum fg_err read_images(struct fg_sim_config *cfg, json_object *v, char *errmsg)
+{
+    if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > FG_SIM_MAX_IMAGES)
+        return fg_errmsg(errmsg, FG_E_PARSE, "fracgpuImages: a list of at most %d image repositories is expected",
+                         FG_SIM_MAX_IMAGES);
+    cfg->nimages = 0;
+    for (size_t i = 0; i < json_object_array_length(v); i++) {
+        const char *s = json_object_get_string(json_object_array_get_idx(v, i));
+        if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string) || !*s ||
+            strlen(s) >= sizeof cfg->fracgpu_images[0])
+            return fg_errmsg(errmsg, FG_E_PARSE, "fracgpuImages[%zu]: an image repository is expected", i);
+        snprintf(cfg->fracgpu_images[cfg->nimages++], sizeof cfg->fracgpu_images[0], "%s", s);
+    }
+    return FG_OK;
+}
+
+/* Reads every section into cfg; on failure cfg may be half-changed (the caller works on a copy). */
+static enum fg_err apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
+{
+    static const char *const top[] = { "nodeGroups", "controllers", "scheduler", "kubelet", "autoscaler",
+                                       "fracgpuImages", "fracgpuBinary", "clientQPS", NULL };
+    static const char *const on_off[] = { "enabled", NULL };
+    static const char *const kubelet[] = { "enabled", "leaseInterval", "statusInterval", "podStartDelay",
+                                           "jobDuration", "crashLoopBackoff", NULL };
+    static const char *const autoscaler[] = { "enabled", "scanInterval", "scaleUpDelay", "provisionDelay",
+                                              "scaleDownUnneeded", "scaleDownDelayAfterAdd", NULL };
+    enum fg_err err = known_fields(doc, "config", top, errmsg);
+    if (err)
+        return err;
+    json_object *v;
+    if ((v = fg_json_get(doc, "controllers", NULL)) &&
+        ((err = known_fields(v, "controllers", on_off, errmsg)) ||
+         (err = read_bool(v, "enabled", "controllers", &cfg->controllers, errmsg))))
+        return err;
+    if ((v = fg_json_get(doc, "scheduler", NULL)) &&
+        ((err = known_fields(v, "scheduler", on_off, errmsg)) ||
+         (err = read_bool(v, "enabled", "scheduler", &cfg->scheduler, errmsg))))
+        return err;
+    if ((v = fg_json_get(doc, "kubelet", NULL)) &&
+        ((err = known_fields(v, "kubelet", kubelet, errmsg)) ||
+         (err = read_bool(v, "enabled", "kubelet", &cfg->kubelets, errmsg)) ||
+         (err = read_duration(v, "leaseInterval", "kubelet", &cfg->kubelet.lease_ns, errmsg)) ||
+         (err = read_duration(v, "statusInterval", "kubelet", &cfg->kubelet.status_ns, errmsg)) ||
+         (err = read_duration(v, "podStartDelay", "kubelet", &cfg->kubelet.pod_start_ns, errmsg)) ||
+         (err = read_duration(v, "jobDuration", "kubelet", &cfg->kubelet.job_run_ns, errmsg)) ||
+         (err = read_duration(v, "crashLoopBackoff", "kubelet", &cfg->kubelet.crash_backoff_ns, errmsg))))
+        return err;
+    if ((v = fg_json_get(doc, "autoscaler", NULL)) &&
+        ((err = known_fields(v, "autoscaler", autoscaler, errmsg)) ||
+         (err = read_bool(v, "enabled", "autoscaler", &cfg->autoscaler, errmsg)) ||
+         (err = read_duration(v, "scanInterval", "autoscaler", &cfg->autoscale.scan_ns, errmsg)) ||
+         (err = read_duration(v, "scaleUpDelay", "autoscaler", &cfg->autoscale.scale_up_delay_ns, errmsg)) ||
+         (err = read_duration(v, "provisionDelay", "autoscaler", &cfg->autoscale.provision_ns, errmsg)) ||
+         (err = read_duration(v, "scaleDownUnneeded", "autoscaler", &cfg->autoscale.scale_down_unneeded_ns, errmsg)) ||
+         (err = read_duration(v, "scaleDownDelayAfterAdd", "autoscaler",
+                              &cfg->autoscale.scale_down_delay_after_add_ns, errmsg))))
+        return err;
+    if (cfg->kubelet.lease_ns == 0 || cfg->kubelet.status_ns == 0 || cfg->autoscale.scan_ns == 0)
+        return fg_errmsg(errmsg, FG_E_PARSE, "kubelet.leaseInterval, kubelet.statusInterval and "
+                                             "autoscaler.scanInterval must be positive");
+    if ((v = fg_json_get(doc, "fracgpuImages", NULL)) && (err = read_images(cfg, v, errmsg)))
+        return err;
+    if ((err = read_string(doc, "fracgpuBinary", "config", cfg->fracgpu_binary, sizeof cfg->fracgpu_binary, errmsg)))
+        return err;
+    if ((v = fg_json_get(doc, "clientQPS", NULL))) {
+        if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+            return fg_errmsg(errmsg, FG_E_PARSE, "config.clientQPS: a number is expected (0: no limit)");
+        cfg->qps = json_object_get_double(v);
+        if (cfg->qps < 0)
+            return fg_errmsg(errmsg, FG_E_PARSE, "config.clientQPS: must not be negative");
+    }
+    if ((v = fg_json_get(doc, "nodeGroups", NULL)) && (err = read_groups(cfg, v, errmsg)))
+        return err;
+    return FG_OK;
+}
+
+/* A deep copy of cfg (its groups' JSON taken by reference). */
+static void copy_config(struct fg_sim_config *dst, const struct fg_sim_config *src)
+{
+    *dst = *src;
+    for (size_t i = 0; i < src->ngroups; i++) {
+        json_object_get(dst->groups[i].labels);
+        json_object_get(dst->groups[i].taints);
+    }
+}
+
+enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
+{
+    struct fg_sim_config work;
+    copy_config(&work, cfg);
+    enum fg_err err = apply(&work, doc, errmsg);
+    if (err) {
+        fg_sim_config_cleanup(&work);
+        return err;
+    }
+    fg_sim_config_cleanup(cfg);
+    *cfg = work;
+    return FG_OK;
+}
+
+enum fg_err fg_sim_config_load(struct fg_sim_config *cfg, const char *path, char *errmsg)
+{
+    fg_sim_config_default(cfg);
+    json_object *doc = NULL;
+    enum fg_err err = fg_yaml_load_file(path, &doc, errmsg);
+    if (err)
+        return err;
+    char why[FG_ERRMSG_MAX] = "";
+    err = fg_sim_config_apply(cfg, doc, why);
+    json_object_put(doc);
+    if (err)
+        return fg_errmsg(errmsg, err, "%s: %s", path, why);
+    return FG_OK;
+}
+
+/* ---- writing ---- */
+
+static void put_duration(json_object *o, const char *key, uint64_t ns)
+{
+    char s[32];
+    fg_duration_format((int64_t)(ns / FG_NS_PER_MS), s, sizeof s);
+    json_object_object_add(o, key, json_object_new_string(s));
+}
+
+static json_object *on_off(bool enabled)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "enabled", json_object_new_boolean(enabled));
+    return o;
+}
+
+json_object *fg_sim_config_to_json(const struct fg_sim_config *cfg)
+{
+    json_object *doc = json_object_new_object();
+    json_object *groups = json_object_new_array();
+    for (size_t i = 0; i < cfg->ngroups; i++) {
+        const struct fg_sim_group *g = &cfg->groups[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "name", json_object_new_string(g->name));
+        json_object_object_add(o, "minSize", json_object_new_int64(g->min_size));
+        json_object_object_add(o, "maxSize", json_object_new_int64(g->max_size));
+        json_object_object_add(o, "initialSize", json_object_new_int64(g->initial_size));
+        json_object_object_add(o, "capacity", fg_resources_to_json(&g->capacity));
+        json_object_object_add(o, "labels", json_object_get(g->labels));
+        json_object_object_add(o, "taints", json_object_get(g->taints));
+        if (g->gpu_model[0]) {
+            json_object *gpu = json_object_new_object();
+            json_object_object_add(gpu, "model", json_object_new_string(g->gpu_model));
+            char mem[40];
+            snprintf(mem, sizeof mem, "%lldMi", (long long)g->gpu_memory_mib);
+            json_object_object_add(gpu, "memory", json_object_new_string(mem));
+            json_object_object_add(o, "gpu", gpu);
+        }
+        json_object_array_add(groups, o);
+    }
+    json_object_object_add(doc, "nodeGroups", groups);
+    json_object_object_add(doc, "controllers", on_off(cfg->controllers));
+    json_object_object_add(doc, "scheduler", on_off(cfg->scheduler));
+    json_object *k = on_off(cfg->kubelets);
+    put_duration(k, "leaseInterval", cfg->kubelet.lease_ns);
+    put_duration(k, "statusInterval", cfg->kubelet.status_ns);
+    put_duration(k, "podStartDelay", cfg->kubelet.pod_start_ns);
+    put_duration(k, "jobDuration", cfg->kubelet.job_run_ns);
+    put_duration(k, "crashLoopBackoff", cfg->kubelet.crash_backoff_ns);
+    json_object_object_add(doc, "kubelet", k);
+    json_object *a = on_off(cfg->autoscaler);
+    put_duration(a, "scanInterval", cfg->autoscale.scan_ns);
+    put_duration(a, "scaleUpDelay", cfg->autoscale.scale_up_delay_ns);
+    put_duration(a, "provisionDelay", cfg->autoscale.provision_ns);
+    put_duration(a, "scaleDownUnneeded", cfg->autoscale.scale_down_unneeded_ns);
+    put_duration(a, "scaleDownDelayAfterAdd", cfg->autoscale.scale_down_delay_after_add_ns);
+    json_object_object_add(doc, "autoscaler", a);
+    json_object *images = json_object_new_array();
+    for (size_t i = 0; i < cfg->nimages; i++)
+        json_object_array_add(images, json_object_new_string(cfg->fracgpu_images[i]));
+    json_object_object_add(doc, "fracgpuImages", images);
+    if (cfg->fracgpu_binary[0])
+        json_object_object_add(doc, "fracgpuBinary", json_object_new_string(cfg->fracgpu_binary));
+    json_object_object_add(doc, "clientQPS", json_object_new_double(cfg->qps));
+    return doc;
+}
+
+const struct fg_sim_group *fg_sim_config_group(const struct fg_sim_config *cfg, const char *name)
+{
+    for (size_t i = 0; name && i < cfg->ngroups; i++)
+        if (!strcmp(cfg->groups[i].name, name))
+            return &cfg->groups[i];
+    return NULL;
+}
+
+bool fg_sim_config_is_fracgpu_image(const struct fg_sim_config *cfg, const char *image)
+{
+    if (!image)
+        return false;
+    size_t repo_len = strcspn(image, "@");
+    const char *colon = strrchr(image, ':');
+    if (colon && colon < image + repo_len && !strchr(colon, '/'))
+        repo_len = (size_t)(colon - image);   /* a tag, not a registry port */
+    for (size_t i = 0; i < cfg->nimages; i++)
+        if (strlen(cfg->fracgpu_images[i]) == repo_len && !strncmp(cfg->fracgpu_images[i], image, repo_len))
+            return true;
+    return false;
+}

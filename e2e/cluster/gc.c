@@ -1,0 +1,492 @@
+/*
+ * gc — the garbage collector: objects whose owners are gone go too, and owners deleted in the
+ * foreground or orphaning way get their dependents handled before they go.
+ *
+ * Every cache of the controller manager (cm.h) takes part; one controller serves them all, its keys
+ * naming the kind ("pods|ns/name"). For an object with ownerReferences (a dependent): an owner counts as present when the
+ * cache holds an object of that name and uid, or — because a cache may lag — when a live GET finds
+ * it; when no owner is present the dependent is deleted (background, or foreground when an owner
+ * waits in foreground deletion), and when only some are, the dangling references are removed. For
+ * an object being deleted (an owner) with the finalizer `orphan`, every dependent loses its
+ * reference to it and then the finalizer goes; with `foregroundDeletion` every dependent is deleted
+ * (in the foreground too) and the finalizer goes once none with blockOwnerDeletion is left. Events
+ * of any cache re-check the object, its owners and its dependents, as kube's dependency graph does.
+ *
+ * Dependents among custom resources (a GPUWorkload owned by a Deployment) are not cached: a scan
+ * lists every CustomResourceDefinition's objects every SCAN_PERIOD and applies the dependent rule
+ * to them, so they go within that period of their owner.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "e2e/cluster/cm.h"
+
+#define COMPONENT "garbage-collector"
+#define SCAN_PERIOD (10 * FG_NS_PER_S)
+#define FINALIZER_ORPHAN "orphan"
+#define FINALIZER_FOREGROUND "foregroundDeletion"
+#define MAX_KINDS 16
+
+struct gc;
+
+struct gc_kind {
+    struct gc *gc;
+    const struct fg_sim_cache *cache;
+};
+
+struct gc {
+    struct fg_sim_cm *cm;
+    struct gc_kind kinds[MAX_KINDS];
+    size_t nkinds;
+    pthread_t scanner;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool stop, running;
+};
+
+/* ---- where owners live ---- */
+
+struct resolved {
+    const struct fg_sim_cache *cache;   /* NULL: not cached */
+    struct fg_kube_resource res;        /* for a live GET */
+    char group[128], version[32], plural[128], kind[128];
+};
+
+static bool group_version_of(const char *api_version, char *group, size_t gsize, char *version, size_t vsize)
+{
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    if (!api_version)
+        return false;
+    snprintf(group, gsize, "%.*s", slash ? (int)(slash - api_version) : 0, api_version);
+    snprintf(version, vsize, "%s", slash ? slash + 1 : api_version);
+    return true;
+}
+
+/* The resource an ownerReference names, from the caches, the built-in kinds or the CRDs. */
+static bool resolve(struct gc *gc, json_object *ref, struct resolved *out)
+{
+    static const struct fg_kube_resource *const builtin[] = {
+        &fg_kube_namespaces, &fg_kube_nodes, &fg_kube_pods, &fg_kube_configmaps, &fg_kube_secrets,
+        &fg_kube_services, &fg_kube_deployments, &fg_kube_statefulsets, &fg_kube_jobs, &fg_kube_cronjobs,
+        &fg_kube_replicasets, &fg_kube_daemonsets, &fg_kube_serviceaccounts, &fg_kube_endpointslices,
+        &fg_kube_leases, &fg_kube_poddisruptionbudgets,
+    };
+    memset(out, 0, sizeof *out);
+    const char *kind = fg_json_get_str(ref, "kind", NULL);
+    if (!kind || !group_version_of(fg_json_get_str(ref, "apiVersion", NULL), out->group, sizeof out->group,
+                                   out->version, sizeof out->version))
+        return false;
+    for (size_t i = 0; i < gc->nkinds; i++) {
+        const struct fg_kube_resource *r = gc->kinds[i].cache->res;
+        if (!strcmp(r->kind, kind) && !strcmp(r->group, out->group)) {
+            out->cache = gc->kinds[i].cache;
+            out->res = *r;
+            return true;
+        }
+    }
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
+        if (!strcmp(builtin[i]->kind, kind) && !strcmp(builtin[i]->group, out->group)) {
+            out->res = *builtin[i];
+            return true;
+        }
+    }
+    /* a custom resource: find its CRD by group and kind */
+    char *path = fg_kube_path(&(struct fg_kube_resource){ "apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                                          "CustomResourceDefinition", false },
+                              NULL, NULL, NULL, NULL);
+    json_object *list = NULL;
+    bool found = false;
+    if (fg_kube_get(gc->cm->client, path, &list, NULL) == FG_OK) {
+        json_object *items = fg_json_get(list, "items", NULL);
+        for (size_t i = 0; i < fg_json_array_len(items) && !found; i++) {
+            json_object *crd = json_object_array_get_idx(items, i);
+            if (!fg_str_eq(fg_json_get_str(crd, "spec", "group", NULL), out->group) ||
+                !fg_str_eq(fg_json_get_str(crd, "spec", "names", "kind", NULL), kind))
+                continue;
+            snprintf(out->plural, sizeof out->plural, "%s", fg_json_get_str(crd, "spec", "names", "plural", NULL));
+            snprintf(out->kind, sizeof out->kind, "%s", kind);
+            out->res = (struct fg_kube_resource){ out->group, out->version, out->plural, out->kind,
+                                                  fg_str_eq(fg_json_get_str(crd, "spec", "scope", NULL), "Namespaced") };
+            found = true;
+        }
+    }
+    json_object_put(list);
+    free(path);
+    return found;
+}
+
+enum presence { ABSENT, PRESENT, FOREGROUND, UNKNOWN };
+
+/* Whether the owner `ref` of a dependent in namespace ns exists (with that uid). */
+static enum presence owner_presence(struct gc *gc, json_object *ref, const char *ns)
+{
+    struct resolved r;
+    if (!resolve(gc, ref, &r))
+        return UNKNOWN;   /* a kind nobody serves: leave the reference alone */
+    const char *name = fg_json_get_str(ref, "name", NULL), *uid = fg_json_get_str(ref, "uid", NULL);
+    const char *owner_ns = r.res.namespaced ? ns : NULL;
+    json_object *owner = NULL;
+    if (r.cache) {
+        char *key = fg_kobj_make_key(owner_ns, name);
+        owner = fg_sim_cm_get(r.cache, key);
+        free(key);
+    }
+    if (!owner || !fg_str_eq(fg_json_get_str(owner, "metadata", "uid", NULL), uid)) {
+        json_object_put(owner);
+        owner = NULL;
+        char *path = fg_kube_path(&r.res, owner_ns, name, NULL, NULL);
+        struct fg_kube_status st = { 0 };
+        enum fg_err err = fg_kube_get(gc->cm->client, path, &owner, &st);
+        free(path);
+        fg_kube_status_cleanup(&st);
+        if (err && err != FG_E_KUBE_NOT_FOUND)
+            return UNKNOWN;
+    }
+    enum presence p = ABSENT;
+    if (owner && fg_str_eq(fg_json_get_str(owner, "metadata", "uid", NULL), uid)) {
+        p = PRESENT;
+        json_object *fins = fg_json_get(owner, "metadata", "finalizers", NULL);
+        for (size_t i = 0; i < fg_json_array_len(fins); i++)
+            if (fg_sim_pod_terminating(owner) &&
+                fg_str_eq(json_object_get_string(json_object_array_get_idx(fins, i)), FINALIZER_FOREGROUND))
+                p = FOREGROUND;
+    }
+    json_object_put(owner);
+    return p;
+}
+
+/* ---- writes ---- */
+
+static char *object_path(const struct fg_kube_resource *res, json_object *obj)
+{
+    return fg_kube_path(res, fg_json_get_str(obj, "metadata", "namespace", NULL),
+                        fg_json_get_str(obj, "metadata", "name", NULL), NULL, NULL);
+}
+
+/* Replaces obj's ownerReferences with `keep`, guarded by its resourceVersion. */
+static enum fg_err set_owner_refs(struct gc *gc, const struct fg_kube_resource *res, json_object *obj, json_object *keep)
+{
+    json_object *patch = json_object_new_array(), *op = json_object_new_object();
+    fg_json_set_str(op, "op", "test");
+    fg_json_set_str(op, "path", "/metadata/resourceVersion");
+    fg_json_set_str(op, "value", fg_json_get_str(obj, "metadata", "resourceVersion", NULL));
+    json_object_array_add(patch, op);
+    op = json_object_new_object();
+    fg_json_set_str(op, "op", json_object_array_length(keep) ? "replace" : "remove");
+    fg_json_set_str(op, "path", "/metadata/ownerReferences");
+    if (json_object_array_length(keep))
+        json_object_object_add(op, "value", json_object_get(keep));
+    json_object_array_add(patch, op);
+    char *path = object_path(res, obj);
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_patch(gc->cm->client, path, FG_KUBE_PATCH_JSON, json_object_to_json_string(patch), NULL, &st);
+    fg_kube_status_cleanup(&st);
+    free(path);
+    json_object_put(patch);
+    return err == FG_E_KUBE_NOT_FOUND ? FG_OK : err;
+}
+
+/* Removes `finalizer` from obj, guarded by its resourceVersion. */
+static enum fg_err drop_finalizer(struct gc *gc, const struct fg_kube_resource *res, json_object *obj,
+                                  const char *finalizer)
+{
+    json_object *fins = fg_json_get(obj, "metadata", "finalizers", NULL), *keep = json_object_new_array();
+    for (size_t i = 0; i < fg_json_array_len(fins); i++) {
+        json_object *f = json_object_array_get_idx(fins, i);
+        if (!fg_str_eq(json_object_get_string(f), finalizer))
+            json_object_array_add(keep, json_object_get(f));
+    }
+    json_object *patch = json_object_new_array(), *op = json_object_new_object();
+    fg_json_set_str(op, "op", "test");
+    fg_json_set_str(op, "path", "/metadata/resourceVersion");
+    fg_json_set_str(op, "value", fg_json_get_str(obj, "metadata", "resourceVersion", NULL));
+    json_object_array_add(patch, op);
+    op = json_object_new_object();
+    fg_json_set_str(op, "op", "replace");
+    fg_json_set_str(op, "path", "/metadata/finalizers");
+    json_object_object_add(op, "value", keep);
+    json_object_array_add(patch, op);
+    char *path = object_path(res, obj);
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_patch(gc->cm->client, path, FG_KUBE_PATCH_JSON, json_object_to_json_string(patch), NULL, &st);
+    fg_kube_status_cleanup(&st);
+    free(path);
+    json_object_put(patch);
+    return err == FG_E_KUBE_NOT_FOUND ? FG_OK : err;
+}
+
+/* ---- the two roles ---- */
+
+/* obj is a dependent: delete it when no owner is left, drop the references of vanished owners. */
+static enum fg_err collect_dependent(struct gc *gc, const struct fg_kube_resource *res, json_object *obj)
+{
+    json_object *refs = fg_json_get(obj, "metadata", "ownerReferences", NULL);
+    if (!fg_json_array_len(refs) || fg_sim_pod_terminating(obj))
+        return FG_OK;
+    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
+    json_object *keep = json_object_new_array();
+    bool foreground = false;
+    for (size_t i = 0; i < json_object_array_length(refs); i++) {
+        json_object *ref = json_object_array_get_idx(refs, i);
+        enum presence p = owner_presence(gc, ref, ns);
+        if (p != ABSENT)
+            json_object_array_add(keep, json_object_get(ref));
+        foreground = foreground || p == FOREGROUND;
+    }
+    size_t left = json_object_array_length(keep);
+    bool only_foreground = foreground;
+    for (size_t i = 0; i < left && only_foreground; i++)
+        only_foreground = owner_presence(gc, json_object_array_get_idx(keep, i), ns) == FOREGROUND;
+    enum fg_err err = FG_OK;
+    if (left == 0 || only_foreground) {
+        fg_log_obj(FG_LOG_INFO, COMPONENT, res->kind, ns, fg_json_get_str(obj, "metadata", "name", NULL),
+                   "deleting: %s", left ? "its owner is being deleted in the foreground" : "every owner is gone");
+        err = fg_sim_delete(gc->cm->client, res, obj, only_foreground ? "Foreground" : "Background");
+    } else if (left < json_object_array_length(refs)) {
+        err = set_owner_refs(gc, res, obj, keep);
+    }
+    json_object_put(keep);
+    return err;
+}
+
+/* Every cached object that has an ownerReference to uid, across all caches: (kind, object) pairs
+ * in two parallel arrays the caller frees. */
+static size_t dependents_of(struct gc *gc, const char *uid, json_object **objs, const struct fg_sim_cache **caches,
+                            size_t max)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < gc->nkinds; k++) {
+        json_object *deps = fg_sim_cm_by_owner(gc->kinds[k].cache, FG_SIM_INDEX_OWNERS, uid);
+        for (size_t i = 0; i < json_object_array_length(deps) && n < max; i++) {
+            objs[n] = json_object_get(json_object_array_get_idx(deps, i));
+            caches[n++] = gc->kinds[k].cache;
+        }
+        json_object_put(deps);
+    }
+    return n;
+}
+
+#define MAX_DEPENDENTS 4096
+
+/* obj is being deleted: carry out its orphan or foreground finalizer. */
+static enum fg_err finish_owner(struct gc *gc, const struct fg_kube_resource *res, json_object *obj, bool *requeue)
+{
+    json_object *fins = fg_json_get(obj, "metadata", "finalizers", NULL);
+    bool orphan = false, foreground = false;
+    for (size_t i = 0; i < fg_json_array_len(fins); i++) {
+        const char *f = json_object_get_string(json_object_array_get_idx(fins, i));
+        orphan = orphan || fg_str_eq(f, FINALIZER_ORPHAN);
+        foreground = foreground || fg_str_eq(f, FINALIZER_FOREGROUND);
+    }
+    if (!orphan && !foreground)
+        return FG_OK;
+    const char *uid = fg_json_get_str(obj, "metadata", "uid", NULL);
+    json_object **deps = fg_calloc(MAX_DEPENDENTS, sizeof *deps);
+    const struct fg_sim_cache **caches = fg_calloc(MAX_DEPENDENTS, sizeof *caches);
+    size_t n = dependents_of(gc, uid, deps, caches, MAX_DEPENDENTS);
+    enum fg_err err = FG_OK;
+    size_t blocking = 0;
+    for (size_t i = 0; i < n && !err; i++) {
+        json_object *refs = fg_json_get(deps[i], "metadata", "ownerReferences", NULL), *keep = json_object_new_array();
+        bool blocks = false;
+        for (size_t j = 0; j < fg_json_array_len(refs); j++) {
+            json_object *ref = json_object_array_get_idx(refs, j);
+            if (!fg_str_eq(fg_json_get_str(ref, "uid", NULL), uid))
+                json_object_array_add(keep, json_object_get(ref));
+            else
+                blocks = json_object_get_boolean(fg_json_get(ref, "blockOwnerDeletion", NULL));
+        }
+        if (orphan)
+            err = set_owner_refs(gc, caches[i]->res, deps[i], keep);
+        else if (!fg_sim_pod_terminating(deps[i]))
+            err = fg_sim_delete(gc->cm->client, caches[i]->res, deps[i], "Foreground");
+        blocking += !orphan && blocks;
+        json_object_put(keep);
+    }
+    if (!err && orphan)
+        err = drop_finalizer(gc, res, obj, FINALIZER_ORPHAN);
+    else if (!err && foreground && blocking == 0)
+        err = drop_finalizer(gc, res, obj, FINALIZER_FOREGROUND);
+    else if (!err)
+        *requeue = true;   /* dependents still on their way out: their events bring us back too */
+    for (size_t i = 0; i < n; i++)
+        json_object_put(deps[i]);
+    free(deps);
+    free(caches);
+    return err;
+}
+
+/* Keys are "<plural>|<namespace>/<name>": one controller serves every kind. */
+static void add_key(struct fg_keys *out, const struct fg_sim_cache *c, const char *ns, const char *name)
+{
+    char key[700];
+    snprintf(key, sizeof key, "%s|%s%s%s", c->res->plural, ns && *ns ? ns : "", ns && *ns ? "/" : "", name);
+    fg_keys_add(out, key);
+}
+
+static struct fg_reconcile_result reconcile(void *ud, const char *key)
+{
+    struct gc *gc = ud;
+    const char *bar = strchr(key, '|');
+    const struct fg_sim_cache *cache = NULL;
+    for (size_t i = 0; bar && i < gc->nkinds && !cache; i++)
+        if (strlen(gc->kinds[i].cache->res->plural) == (size_t)(bar - key) &&
+            !strncmp(gc->kinds[i].cache->res->plural, key, (size_t)(bar - key)))
+            cache = gc->kinds[i].cache;
+    json_object *obj = cache ? fg_sim_cm_get(cache, bar + 1) : NULL;
+    if (!obj)
+        return fg_reconcile_ok();
+    bool requeue = false;
+    enum fg_err err = fg_sim_pod_terminating(obj) ? finish_owner(gc, cache->res, obj, &requeue)
+                                                   : collect_dependent(gc, cache->res, obj);
+    json_object_put(obj);
+    if (err)
+        return fg_reconcile_error(err);
+    return requeue ? fg_reconcile_requeue_after(FG_NS_PER_S) : fg_reconcile_ok();
+}
+
+/* ---- the graph: an event about any object re-checks it, its owners and its dependents ---- */
+
+static void map_related(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct gc_kind *k = ud;
+    struct gc *gc = k->gc;
+    add_key(out, k->cache, fg_kobj_namespace(obj), fg_kobj_name(obj));
+    for (size_t i = 0; i < gc->nkinds; i++) {   /* its dependents, in every cache */
+        struct fg_kobj_list deps = { 0 };
+        if (fg_store_by_index(fg_informer_store(gc->kinds[i].cache->inf), FG_SIM_INDEX_OWNERS, fg_kobj_uid(obj),
+                              &deps) == FG_OK)
+            for (size_t j = 0; j < deps.n; j++)
+                add_key(out, gc->kinds[i].cache, fg_kobj_namespace(deps.items[j]), fg_kobj_name(deps.items[j]));
+        fg_kobj_list_cleanup(&deps);
+    }
+    json_object *o = NULL;
+    if (fg_kobj_parse(obj, &o, NULL) != FG_OK)
+        return;
+    json_object *refs = fg_json_get(o, "metadata", "ownerReferences", NULL);
+    for (size_t i = 0; i < fg_json_array_len(refs); i++) {   /* its owners, when cached */
+        json_object *ref = json_object_array_get_idx(refs, i);
+        for (size_t j = 0; j < gc->nkinds; j++) {
+            const struct fg_kube_resource *r = gc->kinds[j].cache->res;
+            if (fg_str_eq(fg_json_get_str(ref, "kind", NULL), r->kind))
+                add_key(out, gc->kinds[j].cache, r->namespaced ? fg_kobj_namespace(obj) : NULL,
+                        fg_json_get_str(ref, "name", NULL));
+        }
+    }
+    json_object_put(o);
+}
+
+/* ---- custom resources: the periodic scan ---- */
+
+static void scan_custom_resources(struct gc *gc)
+{
+    static const struct fg_kube_resource crds = { "apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                                  "CustomResourceDefinition", false };
+    char *path = fg_kube_path(&crds, NULL, NULL, NULL, NULL);
+    json_object *list = NULL;
+    if (fg_kube_get(gc->cm->client, path, &list, NULL) != FG_OK) {
+        free(path);
+        return;
+    }
+    free(path);
+    json_object *items = fg_json_get(list, "items", NULL);
+    for (size_t i = 0; i < fg_json_array_len(items); i++) {
+        json_object *crd = json_object_array_get_idx(items, i);
+        json_object *versions = fg_json_get(crd, "spec", "versions", NULL);
+        const char *version = NULL;
+        for (size_t v = 0; v < fg_json_array_len(versions) && !version; v++)
+            if (json_object_get_boolean(fg_json_get(json_object_array_get_idx(versions, v), "storage", NULL)))
+                version = fg_json_get_str(json_object_array_get_idx(versions, v), "name", NULL);
+        struct fg_kube_resource res = { fg_json_get_str(crd, "spec", "group", NULL), version,
+                                        fg_json_get_str(crd, "spec", "names", "plural", NULL),
+                                        fg_json_get_str(crd, "spec", "names", "kind", NULL),
+                                        fg_str_eq(fg_json_get_str(crd, "spec", "scope", NULL), "Namespaced") };
+        if (!res.group || !res.version || !res.plural || !res.kind)
+            continue;
+        char *objs_path = fg_kube_path(&res, NULL, NULL, NULL, NULL);
+        json_object *objs = NULL;
+        if (fg_kube_get(gc->cm->client, objs_path, &objs, NULL) == FG_OK) {
+            json_object *its = fg_json_get(objs, "items", NULL);
+            for (size_t j = 0; j < fg_json_array_len(its); j++)
+                (void)collect_dependent(gc, &res, json_object_array_get_idx(its, j));
+        }
+        json_object_put(objs);
+        free(objs_path);
+    }
+    json_object_put(list);
+}
+
+static void *scanner(void *ud)
+{
+    struct gc *gc = ud;
+    pthread_mutex_lock(&gc->mu);
+    while (!gc->stop) {
+        pthread_mutex_unlock(&gc->mu);
+        scan_custom_resources(gc);
+        pthread_mutex_lock(&gc->mu);
+        fg_cond_wait_ns(&gc->cond, &gc->mu, SCAN_PERIOD);
+    }
+    pthread_mutex_unlock(&gc->mu);
+    return NULL;
+}
+
+static enum fg_err scanner_start(void *ud, char *errmsg)
+{
+    struct gc *gc = ud;
+    gc->stop = false;
+    if (pthread_create(&gc->scanner, NULL, scanner, gc))
+        return fg_errmsg(errmsg, FG_E_INTERNAL, "cannot start the custom-resource scan");
+    gc->running = true;
+    return FG_OK;
+}
+
+static void scanner_stop(void *ud)
+{
+    struct gc *gc = ud;
+    if (!gc->running)
+        return;
+    pthread_mutex_lock(&gc->mu);
+    gc->stop = true;
+    pthread_cond_signal(&gc->cond);
+    pthread_mutex_unlock(&gc->mu);
+    pthread_join(gc->scanner, NULL);
+    gc->running = false;
+}
+
+static void gc_free(void *ud)
+{
+    struct gc *gc = ud;
+    pthread_mutex_destroy(&gc->mu);
+    pthread_cond_destroy(&gc->cond);
+    free(gc);
+}
+
+enum fg_err fg_sim_gc_setup(struct fg_sim_cm *cm, char *errmsg)
+{
+    struct gc *gc = fg_calloc(1, sizeof *gc);
+    gc->cm = cm;
+    pthread_mutex_init(&gc->mu, NULL);
+    fg_cond_init_monotonic(&gc->cond);
+    fg_manager_on_free(cm->m, gc_free, gc);
+    const struct fg_sim_cache *caches[] = { &cm->pods, &cm->replicasets, &cm->deployments, &cm->statefulsets,
+                                            &cm->daemonsets, &cm->jobs, &cm->services, &cm->slices };
+    for (size_t i = 0; i < sizeof caches / sizeof caches[0]; i++)
+        gc->kinds[gc->nkinds++] = (struct gc_kind){ gc, caches[i] };
+    struct fg_controller_spec spec = { .name = "garbage-collector", .kind = "object", .workers = cm->workers,
+                                       .reconcile = reconcile, .ud = gc };
+    struct fg_manager_controller *c;
+    enum fg_err err = fg_manager_controller(cm->m, &spec, &c, errmsg);
+    for (size_t i = 0; i < gc->nkinds && !err; i++)
+        err = fg_manager_watches(c, gc->kinds[i].cache->inf, map_related, &gc->kinds[i], errmsg);
+    if (!err)
+        err = fg_manager_add_runnable(cm->m, &(struct fg_runnable){ .name = "gc-custom-resources", .leader_only = true,
+                                                                     .start = scanner_start, .stop = scanner_stop,
+                                                                     .ud = gc });
+    return err;
+}

@@ -1,0 +1,138 @@
+/*
+ * kubelet — the kubelets component: its informers (the simulated cloud's instances, every pod bound
+ * to a node), the pod controller (kubelet_pods.c) and the ticker thread that boots and heartbeats
+ * nodes (kubelet_nodes.c) and reaps pod processes every TICK. See kubelet.h.
+ *
+ * Stopping the component stops the ticker and the pod workers but leaves the pods' processes
+ * running, as containers outlive a kubelet restart; the next run adopts them through their pid
+ * files, and the supervisor kills any left when the whole cluster stops.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "e2e/cluster/kubelet.h"
+#include "e2e/cluster/sim.h"
+#include "operator/kube/resource.h"
+
+#define TICK_NS (100 * FG_NS_PER_MS)
+#define POD_WORKERS 8
+
+static void *ticker(void *ud)
+{
+    struct fg_sim_kubelets *k = ud;
+    pthread_mutex_lock(&k->mu);
+    while (!k->stop) {
+        pthread_mutex_unlock(&k->mu);
+        fg_sim_nodes_tick(k);
+        fg_sim_pods_tick(k);
+        pthread_mutex_lock(&k->mu);
+        if (!k->stop)
+            fg_cond_wait_ns(&k->cond, &k->mu, TICK_NS);
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+static enum fg_err ticker_start(void *ud, char *errmsg)
+{
+    struct fg_sim_kubelets *k = ud;
+    k->stop = false;
+    if (pthread_create(&k->ticker, NULL, ticker, k))
+        return fg_errmsg(errmsg, FG_E_INTERNAL, "cannot start the kubelets' ticker");
+    k->ticking = true;
+    return FG_OK;
+}
+
+static void ticker_stop(void *ud)
+{
+    struct fg_sim_kubelets *k = ud;
+    if (!k->ticking)
+        return;
+    pthread_mutex_lock(&k->mu);
+    k->stop = true;
+    pthread_cond_signal(&k->cond);
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(k->ticker, NULL);
+    k->ticking = false;
+}
+
+static void kubelets_free(void *ud)
+{
+    struct fg_sim_kubelets *k = ud;
+    for (size_t i = 0; i < k->npods; i++)
+        free(k->pods_v[i]);
+    free(k->pods_v);
+    lh_table_free(k->pod_index);
+    for (size_t i = 0; i < k->nnodes; i++)
+        free(k->nodes[i]);
+    free(k->nodes);
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cond);
+    free(k);
+}
+
+/* Where the pods' kubeconfigs point: the kubelets' own server, CA (written to a file) and token. */
+static enum fg_err credentials(struct fg_sim_kubelets *k, char *errmsg)
+{
+    const struct fg_kube_config *kc = fg_manager_config(k->m);
+    snprintf(k->server, sizeof k->server, "%s", kc->server);
+    if (kc->token && strlen(kc->token) >= sizeof k->token)
+        return fg_errmsg(errmsg, FG_E_INVAL, "the cluster's token is too long for the pods' kubeconfigs");
+    snprintf(k->token, sizeof k->token, "%s", kc->token ? kc->token : "");
+    if (!kc->ca_pem)
+        return FG_OK;
+    snprintf(k->ca_pem_path, sizeof k->ca_pem_path, "%s/apiserver-ca.pem", k->dir);
+    FILE *f = fopen(k->ca_pem_path, "w");
+    if (!f || fputs(kc->ca_pem, f) < 0 || fclose(f))
+        return fg_errmsg(errmsg, FG_E_IO, "cannot write %s", k->ca_pem_path);
+    return FG_OK;
+}
+
+enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir, char *errmsg)
+{
+    struct fg_sim_kubelets *k = fg_calloc(1, sizeof *k);
+    k->m = m;
+    k->cfg = cfg;
+    k->client = fg_manager_client(m);
+    pthread_mutex_init(&k->mu, NULL);
+    fg_cond_init_monotonic(&k->cond);
+    k->pod_index = lh_kchar_table_new(1024, NULL);
+    fg_manager_on_free(m, kubelets_free, k);
+    char real[PATH_MAX];
+    if (!realpath(dir, real) || strlen(real) >= sizeof k->dir)
+        return fg_errmsg(errmsg, FG_E_IO, "cannot use %s as the working directory (missing, or longer than %d bytes)",
+                         dir, FG_SIM_DIR_MAX - 1);
+    memcpy(k->dir, real, strlen(real) + 1);
+    char self[PATH_MAX] = "";
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(k->lib_dir, sizeof k->lib_dir, "%s/../lib", self);
+    enum fg_err err = credentials(k, errmsg);
+    if (err)
+        return err;
+
+    struct fg_informer_factory *f = fg_manager_informers(m);
+    if ((err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_configmaps,
+                                                                      .ns = FG_SIM_CLOUD_NAMESPACE,
+                                                                      .label_selector = FG_SIM_CLOUD_SELECTOR },
+                                       &k->instances, errmsg)) ||
+        (err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_pods,
+                                                                      .field_selector = "spec.nodeName!=" },
+                                       &k->pods, errmsg)))
+        return err;
+    struct fg_controller_spec spec = { .name = "kubelet-pods", .kind = "Pod", .workers = POD_WORKERS,
+                                       .reconcile = fg_sim_pod_reconcile, .ud = k, .primary = k->pods };
+    if ((err = fg_manager_controller(m, &spec, &k->pod_ctl, errmsg)))
+        return err;
+    return fg_manager_add_runnable(m, &(struct fg_runnable){ .name = "kubelet-ticker", .leader_only = true,
+                                                              .start = ticker_start, .stop = ticker_stop, .ud = k });
+}

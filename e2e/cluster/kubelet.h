@@ -1,0 +1,170 @@
+/*
+ * kubelet — the simulated kubelets: one per instance of the simulated cloud, all in one process
+ * (`--component kubelets`), sharing one cache of every bound pod, as KWOK-style simulators do.
+ *
+ * kubelet_nodes.c  boots a node per instance: registers the Node (capacity, allocatable, labels,
+ *                  taints, addresses, Ready), renews its Lease in kube-node-lease, reports status,
+ *                  and removes the Node when the instance goes;
+ * kubelet_pods.c   runs the pods bound to its nodes: admission (OutOfcpu, OutOfmemory, OutOfpods,
+ *                  node affinity), containers started, run, restarted with CrashLoopBackOff,
+ *                  completed, probed, stopped within the grace period, and the pod status;
+ * kubelet_proc.c   containers of fracgpu's own image as real processes of the built binary;
+ * kubelet_probe.c  HTTP and TCP probes against the pod's IP;
+ * kubelet.c        the setup and the ticker that reaps processes and wakes pods whose timers fall due.
+ *
+ * Each node has a directory (<dir>/nodes/<node>/) standing for its host: its `proc`, kubelet
+ * directories and NVIDIA libraries, which hostPath volumes map to, and pods/<namespace>_<name>_<uid>/
+ * holding each pod's volumes, logs, kubeconfig and pid files. Each node owns the loopback network
+ * 127.X.Y.0/24 (its own IP ends in .1); its pods get the other addresses, and a preloaded library
+ * (podnet.c) makes a pod's process bind its own IP, so pods on one machine listen on the same port as
+ * they would on a cluster.
+ *
+ * Locking: `mu` guards the node and pod tables; API calls and probes run outside it. A pod's state
+ * is changed only by the reconcile of its key (the work queue never runs one key twice at once) and
+ * by the ticker's reaping, both under mu.
+ */
+#ifndef FG_SIM_KUBELET_H
+#define FG_SIM_KUBELET_H
+
+#include <json-c/json.h>
+#include <json-c/linkhash.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "e2e/cluster/cloud.h"
+#include "e2e/cluster/config.h"
+#include "operator/cache/informer.h"
+#include "operator/kube/client.h"
+#include "operator/kube/resources.h"
+#include "operator/manager/controllers.h"
+#include "operator/manager/manager.h"
+
+#define FG_SIM_MAX_CONTAINERS 16
+#define FG_SIM_DIR_MAX 1024   /* the longest working directory path the kubelets take */
+#define FG_SIM_ANN_RUN_SECONDS "sim.fracgpu.io/run-seconds"
+#define FG_SIM_ANN_EXIT_CODE "sim.fracgpu.io/exit-code"
+
+struct fg_sim_node {
+    char name[FG_SIM_NODE_NAME_MAX];
+    const struct fg_sim_group *group;
+    char root[1280];              /* <dir>/nodes/<name> */
+    char ip[16];                  /* 127.X.Y.1 */
+    unsigned net;                 /* X * 256 + Y */
+    uint64_t boot_at_ns;          /* when the instance has booted (its kubelet registers) */
+    bool registered, gone;
+    char uid[64];                 /* the Node's uid, once registered */
+    char since[40];               /* when it registered: its conditions' transition time */
+    uint64_t next_lease_ns, next_status_ns;
+    bool ip_used[256];            /* pod addresses handed out */
+    struct fg_resources used;     /* what the pods admitted here request */
+};
+
+enum fg_sim_container_state { CONTAINER_WAITING, CONTAINER_RUNNING, CONTAINER_TERMINATED };
+
+struct fg_sim_container {
+    char name[128];
+    bool init, real;              /* an init container; a real process (fracgpu's image) */
+    enum fg_sim_container_state state;
+    const char *waiting_reason;   /* ContainerCreating, PodInitializing, CrashLoopBackOff, ... */
+    int64_t started_ms, finished_ms;
+    int exit_code;
+    const char *terminated_reason;    /* Completed, Error, OOMKilled */
+    unsigned restarts;
+    uint64_t run_until_ns;        /* a simulated container ends then (0: never) */
+    uint64_t restart_at_ns;       /* CrashLoopBackOff ends then */
+    uint64_t backoff_ns;
+    pid_t pid;                    /* a real process, while running */
+    bool child;                   /* pid is our child (not adopted after a restart) */
+    bool exited;                  /* the ticker saw it exit; exit_code set */
+    /* last state, for containerStatuses[].lastState */
+    bool had_last;
+    int last_exit_code;
+    int64_t last_started_ms, last_finished_ms;
+    const char *last_reason;
+    /* probes */
+    bool ready;
+    unsigned ready_successes, ready_failures, live_failures;
+    uint64_t next_readiness_ns, next_liveness_ns;
+};
+
+struct fg_sim_pod {
+    char key[600], uid[64];
+    size_t slot;                  /* index in fg_sim_kubelets.pods_v */
+    bool has_real;                /* some container is a real process: the pod has a directory */
+    struct fg_sim_node *node;
+    char ip[16];
+    char dir[2048];               /* <node root>/pods/<namespace>_<name>_<uid> */
+    struct fg_resources requests;
+    bool admitted, rejected, started, killing;
+    uint64_t start_at_ns;         /* containers start then (the configured pod start delay) */
+    uint64_t kill_deadline_ns;    /* SIGKILL after this while killing */
+    int64_t start_ms;
+    struct fg_sim_container containers[FG_SIM_MAX_CONTAINERS];
+    size_t ncontainers, ninit;
+    char last_status[8192];       /* the status last written, to skip writes that change nothing */
+};
+
+struct fg_sim_kubelets {
+    struct fg_manager *m;
+    const struct fg_sim_config *cfg;
+    char dir[1024];               /* the cluster's working directory (FG_SIM_DIR_MAX) */
+    char lib_dir[PATH_MAX];       /* beside the binary's directory: the fake NVML and podnet libraries */
+    struct fg_kube_client *client;
+    struct fg_informer *instances, *pods;
+    struct fg_manager_controller *pod_ctl;
+    char server[256];             /* the API server's URL, for pods' kubeconfigs and env */
+    char ca_pem_path[PATH_MAX + 32];   /* its CA bundle on disk, "" without TLS */
+    char token[512];
+    pthread_mutex_t mu;
+    struct fg_sim_node **nodes;
+    size_t nnodes;
+    struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
+    size_t npods;
+    struct lh_table *pod_index;   /* key → pod */
+    pthread_t ticker;
+    pthread_cond_t cond;
+    bool stop, ticking;
+};
+
+/* kubelet_nodes.c */
+/* Boots, heartbeats and retires nodes as the instances and timers say. Ticker thread, mu not held. */
+void fg_sim_nodes_tick(struct fg_sim_kubelets *k);
+/* The labels a node registers with: its group's and the well-known ones (a new object). */
+json_object *fg_sim_node_labels(const struct fg_sim_node *n);
+/* The node called name, or NULL (mu held). */
+struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name);
+/* The next free pod address of node into ip (16 bytes); false when all are taken (mu held). */
+bool fg_sim_node_take_ip(struct fg_sim_node *n, char ip[16]);
+void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip);
+
+/* kubelet_pods.c */
+struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key);
+/* Reaps exited processes and enqueues their pods. Ticker thread, mu not held. */
+void fg_sim_pods_tick(struct fg_sim_kubelets *k);
+/* SIGKILLs the processes of the pods of node (every pod when node is NULL) and detaches them from
+ * it; their next reconcile forgets them. mu held. */
+void fg_sim_pods_kill_all(struct fg_sim_kubelets *k, struct fg_sim_node *node);
+
+/* kubelet_status.c */
+/* The status to report for p (a new tree): pod is the cached pod, whose other conditions are kept. */
+json_object *fg_sim_pod_status(const struct fg_sim_pod *p, json_object *pod, const char *phase, bool initialized,
+                               bool ready);
+
+/* kubelet_proc.c */
+/* Starts container c of pod (JSON) as a real process; FG_OK, or an error with the reason in errmsg
+ * (the container then waits with reason CreateContainerError). */
+enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, size_t c,
+                              char *errmsg) FG_MUST_USE;
+/* Signals the container's process group; true when it was running. */
+bool fg_sim_proc_signal(struct fg_sim_container *c, int sig);
+/* The pid file of container c of pod p (a path of PATH_MAX bytes). */
+void fg_sim_proc_pidfile(const struct fg_sim_pod *p, const struct fg_sim_container *c, char *path);
+
+/* kubelet_probe.c */
+/* Runs one probe (a Probe object) against the pod at ip: true on success. */
+bool fg_sim_probe_run(json_object *probe, json_object *container, const char *ip);
+
+#endif

@@ -1,0 +1,417 @@
+/*
+ * kubelet_nodes — a node per instance of the simulated cloud: booted after the instance's
+ * provisioning delay, registered, kept alive, and retired when the instance goes. See kubelet.h.
+ *
+ * Registration creates the Node with the group's capacity (allocatable equal to it), its labels and
+ * taints, the well-known labels (kubernetes.io/hostname, os, arch, node.kubernetes.io/instance-type,
+ * sim.fracgpu.io/node-group), its addresses, node info and the four conditions with Ready True; a
+ * Node already there (a kubelet restarted) is kept and its status refreshed. Its Lease in
+ * kube-node-lease, owned by the Node, is renewed every leaseInterval and the status heartbeat sent
+ * every statusInterval. A node with GPUs gets the NVIDIA driver's user-space library in its host
+ * directory (the fake NVML, answering for the group's model and memory) for containers the NVIDIA
+ * runtime would give it to. Retiring kills the node's pods and deletes its Lease and Node; the pod
+ * garbage collector then deletes pods still bound to it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timefmt.h"
+#include "e2e/cluster/kubelet.h"
+#include "operator/kube/resource.h"
+
+#define COMPONENT "kubelet"
+#define LEASE_NAMESPACE "kube-node-lease"
+#define LEASE_SECONDS 40
+
+struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name)
+{
+    for (size_t i = 0; i < k->nnodes; i++)
+        if (!strcmp(k->nodes[i]->name, name))
+            return k->nodes[i];
+    return NULL;
+}
+
+bool fg_sim_node_take_ip(struct fg_sim_node *n, char ip[16])
+{
+    for (unsigned i = 2; i < 255; i++) {
+        if (!n->ip_used[i]) {
+            n->ip_used[i] = true;
+            snprintf(ip, 16, "127.%hhu.%hhu.%hhu", (unsigned char)(1 + n->net / 256), (unsigned char)(n->net % 256),
+                     (unsigned char)i);
+            return true;
+        }
+    }
+    return false;
+}
+
+void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip)
+{
+    unsigned a, b, c, d;
+    if (ip && sscanf(ip, "%u.%u.%u.%u", &a, &b, &c, &d) == 4 && d < 256)
+        n->ip_used[d] = false;
+}
+
+static void mkdir_p(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(tmp, 0755);
+}
+
+/* The node's network number: the one it had (its file), else the lowest no other node holds. */
+static unsigned node_net(struct fg_sim_kubelets *k, const char *root)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/net", root);
+    unsigned net = 0;
+    FILE *f = fopen(path, "r");
+    bool known = f && fscanf(f, "%u", &net) == 1;
+    if (f)
+        fclose(f);
+    if (known)
+        return net;
+    for (net = 0;; net++) {
+        bool taken = false;
+        for (size_t i = 0; i < k->nnodes && !taken; i++)
+            taken = k->nodes[i]->net == net;
+        char other[PATH_MAX];
+        snprintf(other, sizeof other, "%.1023s/nodes/.net-%u", k->dir, net);
+        if (!taken && mkdir(other, 0755) == 0)   /* claims it across restarts too */
+            break;
+    }
+    f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%u\n", net);
+        fclose(f);
+    }
+    return net;
+}
+
+/* Writes the fake NVML state for the node's GPUs and links the library where the runtime finds it. */
+static void install_gpus(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    int64_t gpus = fg_resources_get(&n->group->capacity, "nvidia.com/gpu") / 1000;
+    if (gpus <= 0)
+        return;
+    char path[PATH_MAX + 64], target[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/usr/lib/nvidia", n->root);
+    mkdir_p(path);
+    snprintf(path, sizeof path, "%s/usr/lib/nvidia/libnvidia-ml.so.1", n->root);
+    snprintf(target, sizeof target, "%s/libfg_fake_nvml.so", k->lib_dir);
+    unlink(path);
+    if (symlink(target, path))
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot link the NVML library: %s", n->name, strerror(errno));
+    snprintf(path, sizeof path, "%s/nvml", n->root);
+    mkdir_p(path);
+    json_object *state = json_object_new_object(), *list = json_object_new_array();
+    for (int64_t i = 0; i < gpus; i++) {
+        json_object *g = json_object_new_object();
+        char uuid[64];
+        snprintf(uuid, sizeof uuid, "GPU-%08x-0000-4000-8000-%012llx", (unsigned)(n->net * 2654435761u),
+                 (unsigned long long)i);
+        fg_json_set_str(g, "uuid", uuid);
+        fg_json_set_str(g, "name", n->group->gpu_model[0] ? n->group->gpu_model : "NVIDIA GPU");
+        json_object_object_add(g, "total", json_object_new_int64(n->group->gpu_memory_mib * 1024 * 1024));
+        json_object_object_add(g, "used", json_object_new_int64(0));
+        json_object_object_add(g, "reserved", json_object_new_int64(512ll * 1024 * 1024));
+        json_object_object_add(g, "util", json_object_new_int(0));
+        json_object_array_add(list, g);
+    }
+    json_object_object_add(state, "gpus", list);
+    snprintf(path, sizeof path, "%s/nvml/state.json", n->root);
+    if (json_object_to_file_ext(path, state, JSON_C_TO_STRING_PRETTY))
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot write %s", n->name, path);
+    json_object_put(state);
+}
+
+static json_object *condition(const char *type, const char *status, const char *reason, const char *message,
+                              const char *now, const char *since)
+{
+    json_object *c = json_object_new_object();
+    fg_json_set_str(c, "type", type);
+    fg_json_set_str(c, "status", status);
+    fg_json_set_str(c, "lastHeartbeatTime", now);
+    fg_json_set_str(c, "lastTransitionTime", since);
+    fg_json_set_str(c, "reason", reason);
+    fg_json_set_str(c, "message", message);
+    return c;
+}
+
+static json_object *node_status(struct fg_sim_node *n, const char *now)
+{
+    json_object *st = json_object_new_object();
+    json_object_object_add(st, "capacity", fg_resources_to_json(&n->group->capacity));
+    json_object_object_add(st, "allocatable", fg_resources_to_json(&n->group->capacity));
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                                           "kubelet has sufficient memory available", now, n->since));
+    json_object_array_add(conds, condition("DiskPressure", "False", "KubeletHasNoDiskPressure",
+                                           "kubelet has no disk pressure", now, n->since));
+    json_object_array_add(conds, condition("PIDPressure", "False", "KubeletHasSufficientPID",
+                                           "kubelet has sufficient PID available", now, n->since));
+    json_object_array_add(conds, condition("Ready", "True", "KubeletReady", "kubelet is posting ready status", now, n->since));
+    json_object_object_add(st, "conditions", conds);
+    json_object *addrs = json_object_new_array(), *a = json_object_new_object();
+    fg_json_set_str(a, "type", "InternalIP");
+    fg_json_set_str(a, "address", n->ip);
+    json_object_array_add(addrs, a);
+    a = json_object_new_object();
+    fg_json_set_str(a, "type", "Hostname");
+    fg_json_set_str(a, "address", n->name);
+    json_object_array_add(addrs, a);
+    json_object_object_add(st, "addresses", addrs);
+    json_object *info = json_object_new_object();
+    fg_json_set_str(info, "kubeletVersion", "v1.32.5");
+    fg_json_set_str(info, "kubeProxyVersion", "v1.32.5");
+    fg_json_set_str(info, "containerRuntimeVersion", "fracgpu-sim://1.0");
+    fg_json_set_str(info, "operatingSystem", "linux");
+    fg_json_set_str(info, "architecture", "amd64");
+    fg_json_set_str(info, "osImage", "fracgpu simulated node");
+    fg_json_set_str(info, "kernelVersion", "6.1.0");
+    fg_json_set_str(info, "machineID", n->name);
+    fg_json_set_str(info, "systemUUID", n->name);
+    fg_json_set_str(info, "bootID", n->name);
+    json_object_object_add(st, "nodeInfo", info);
+    return st;
+}
+
+json_object *fg_sim_node_labels(const struct fg_sim_node *n)
+{
+    json_object *labels = NULL;
+    json_object_deep_copy(n->group->labels, &labels, NULL);
+    if (!labels)
+        labels = json_object_new_object();
+    fg_json_set_str(labels, "kubernetes.io/hostname", n->name);
+    fg_json_set_str(labels, "kubernetes.io/os", "linux");
+    fg_json_set_str(labels, "kubernetes.io/arch", "amd64");
+    fg_json_set_str(labels, "beta.kubernetes.io/os", "linux");
+    fg_json_set_str(labels, "beta.kubernetes.io/arch", "amd64");
+    fg_json_set_str(labels, "node.kubernetes.io/instance-type", n->group->name);
+    fg_json_set_str(labels, FG_SIM_LABEL_GROUP, n->group->name);
+    return labels;
+}
+
+static json_object *node_object(struct fg_sim_node *n, const char *now)
+{
+    json_object *node = json_object_new_object();
+    fg_json_set_str(node, "apiVersion", "v1");
+    fg_json_set_str(node, "kind", "Node");
+    json_object *meta = fg_json_ensure_obj(node, "metadata");
+    fg_json_set_str(meta, "name", n->name);
+    json_object_object_add(meta, "labels", fg_sim_node_labels(n));
+    json_object *ann = fg_json_ensure_obj(meta, "annotations");
+    fg_json_set_str(ann, "node.alpha.kubernetes.io/ttl", "0");
+    fg_json_set_str(ann, "volumes.kubernetes.io/controller-managed-attach-detach", "true");
+    json_object *spec = fg_json_ensure_obj(node, "spec");
+    if (json_object_array_length(n->group->taints))
+        json_object_object_add(spec, "taints", json_object_get(n->group->taints));
+    json_object_object_add(node, "status", node_status(n, now));
+    return node;
+}
+
+static enum fg_err patch_node_status(struct fg_sim_kubelets *k, struct fg_sim_node *n, const char *now)
+{
+    json_object *patch = json_object_new_object();
+    json_object_object_add(patch, "status", node_status(n, now));
+    char *path = fg_kube_path(&fg_kube_nodes, NULL, n->name, "status", NULL);
+    enum fg_err err = fg_kube_patch(k->client, path, FG_KUBE_PATCH_MERGE, json_object_to_json_string(patch), NULL, NULL);
+    free(path);
+    json_object_put(patch);
+    return err;
+}
+
+static enum fg_err renew_lease(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    char now[FG_TIME_MAX];
+    fg_time_format_micro(fg_clock_wall_ms(), now);
+    json_object *patch = json_object_new_object();
+    fg_json_set_str(fg_json_ensure_obj(patch, "spec"), "renewTime", now);
+    char *path = fg_kube_path(&fg_kube_leases, LEASE_NAMESPACE, n->name, NULL, NULL);
+    enum fg_err err = fg_kube_patch(k->client, path, FG_KUBE_PATCH_MERGE, json_object_to_json_string(patch), NULL, NULL);
+    free(path);
+    json_object_put(patch);
+    if (err != FG_E_KUBE_NOT_FOUND)
+        return err;
+    json_object *lease = json_object_new_object();   /* first renewal, or someone deleted it */
+    fg_json_set_str(lease, "apiVersion", "coordination.k8s.io/v1");
+    fg_json_set_str(lease, "kind", "Lease");
+    json_object *meta = fg_json_ensure_obj(lease, "metadata");
+    fg_json_set_str(meta, "name", n->name);
+    fg_json_set_str(meta, "namespace", LEASE_NAMESPACE);
+    json_object *refs = json_object_new_array(), *ref = json_object_new_object();
+    fg_json_set_str(ref, "apiVersion", "v1");
+    fg_json_set_str(ref, "kind", "Node");
+    fg_json_set_str(ref, "name", n->name);
+    fg_json_set_str(ref, "uid", n->uid);
+    json_object_array_add(refs, ref);
+    json_object_object_add(meta, "ownerReferences", refs);
+    json_object *spec = fg_json_ensure_obj(lease, "spec");
+    fg_json_set_str(spec, "holderIdentity", n->name);
+    json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(LEASE_SECONDS));
+    fg_json_set_str(spec, "renewTime", now);
+    path = fg_kube_path(&fg_kube_leases, LEASE_NAMESPACE, NULL, NULL, NULL);
+    err = fg_kube_create(k->client, path, lease, NULL, NULL);
+    free(path);
+    json_object_put(lease);
+    return err;
+}
+
+/* Creates the Node, or takes over the one a previous run of this kubelet left. */
+static enum fg_err register_node(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    char now[FG_TIME_MAX];
+    fg_time_format(fg_clock_wall_ms(), now);
+    snprintf(n->since, sizeof n->since, "%s", now);
+    json_object *node = node_object(n, now), *created = NULL;
+    char *path = fg_kube_path(&fg_kube_nodes, NULL, NULL, NULL, NULL);
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_create(k->client, path, node, &created, &st);
+    free(path);
+    if (err == FG_E_KUBE_ALREADY_EXISTS) {
+        path = fg_kube_path(&fg_kube_nodes, NULL, n->name, NULL, NULL);
+        err = fg_kube_get(k->client, path, &created, NULL);
+        free(path);
+    }
+    if (!err) {
+        const char *uid = fg_json_get_str(created, "metadata", "uid", NULL);
+        snprintf(n->uid, sizeof n->uid, "%s", uid ? uid : "");
+        err = patch_node_status(k, n, now);   /* a create may not keep the status it was given */
+    }
+    if (err)
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot register: %s", n->name, st.message ? st.message : fg_err_str(err));
+    else
+        fg_log(FG_LOG_INFO, COMPONENT, "node %s registered (%s, %s)", n->name, n->group->name, n->ip);
+    fg_kube_status_cleanup(&st);
+    json_object_put(created);
+    json_object_put(node);
+    return err;
+}
+
+static void retire(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    char *path = fg_kube_path(&fg_kube_leases, LEASE_NAMESPACE, n->name, NULL, NULL);
+    enum fg_err lease_err = fg_kube_delete(k->client, path, NULL, NULL, NULL);
+    (void)lease_err;   /* the garbage collector takes a lease left behind with its node */
+    free(path);
+    path = fg_kube_path(&fg_kube_nodes, NULL, n->name, NULL, NULL);
+    enum fg_err err = fg_kube_delete(k->client, path, NULL, NULL, NULL);
+    free(path);
+    fg_log(FG_LOG_INFO, COMPONENT, "node %s: instance terminated, node %s", n->name,
+           err && err != FG_E_KUBE_NOT_FOUND ? "not deleted" : "deleted");
+}
+
+/* Adds a node for every instance not known yet. mu held. */
+static void discover(struct fg_sim_kubelets *k, json_object *instance)
+{
+    const char *name = fg_sim_cloud_node(instance), *group_name = fg_sim_cloud_group(instance);
+    if (!name || fg_sim_node_find(k, name))
+        return;
+    const struct fg_sim_group *g = fg_sim_config_group(k->cfg, group_name);
+    if (!g) {
+        fg_log(FG_LOG_WARN, COMPONENT, "instance %s: no node group \"%s\" in the configuration", name,
+               group_name ? group_name : "");
+        return;
+    }
+    struct fg_sim_node *n = fg_calloc(1, sizeof *n);
+    snprintf(n->name, sizeof n->name, "%s", name);
+    n->group = g;
+    snprintf(n->root, sizeof n->root, "%.1023s/nodes/%.95s", k->dir, name);
+    static const char *const dirs[] = { "proc", "pods", "var/lib/kubelet/device-plugins", "var/lib/kubelet/pod-resources" };
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char d[PATH_MAX + 64];
+        snprintf(d, sizeof d, "%s/%s", n->root, dirs[i]);
+        mkdir_p(d);
+    }
+    n->net = node_net(k, n->root);
+    snprintf(n->ip, sizeof n->ip, "127.%hhu.%hhu.1", (unsigned char)(1 + n->net / 256), (unsigned char)(n->net % 256));
+    int64_t created = 0, now = fg_clock_wall_ms();
+    fg_time_parse(fg_json_get_str(instance, "metadata", "creationTimestamp", NULL), &created);
+    int64_t wait_ms = created + (int64_t)(k->cfg->autoscale.provision_ns / FG_NS_PER_MS) - now;
+    n->boot_at_ns = fg_clock_mono_ns() + (wait_ms > 0 ? (uint64_t)wait_ms * FG_NS_PER_MS : 0);
+    k->nodes = fg_realloc(k->nodes, (k->nnodes + 1) * sizeof *k->nodes);
+    k->nodes[k->nnodes++] = n;
+}
+
+void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
+{
+    struct fg_kobj_list l = { 0 };
+    fg_store_list(fg_informer_store(k->instances), &l);
+    json_object **instances = fg_calloc(l.n ? l.n : 1, sizeof *instances);
+    size_t ninst = 0;
+    for (size_t i = 0; i < l.n; i++)
+        if (fg_kobj_parse(l.items[i], &instances[ninst], NULL) == FG_OK)
+            ninst++;
+    fg_kobj_list_cleanup(&l);
+
+    pthread_mutex_lock(&k->mu);
+    if (fg_informer_has_synced(k->instances)) {
+        for (size_t i = 0; i < ninst; i++)
+            discover(k, instances[i]);
+        for (size_t i = 0; i < k->nnodes; i++) {
+            bool present = false;
+            for (size_t j = 0; j < ninst && !present; j++)
+                present = fg_str_eq(fg_sim_cloud_node(instances[j]), k->nodes[i]->name);
+            k->nodes[i]->gone = !present;
+        }
+    }
+    size_t n = k->nnodes;
+    struct fg_sim_node **nodes = fg_calloc(n ? n : 1, sizeof *nodes);
+    memcpy(nodes, k->nodes, n * sizeof *nodes);
+    pthread_mutex_unlock(&k->mu);
+    for (size_t i = 0; i < ninst; i++)
+        json_object_put(instances[i]);
+    free(instances);
+
+    uint64_t now = fg_clock_mono_ns();
+    for (size_t i = 0; i < n; i++) {   /* nodes are freed only here, on this thread */
+        struct fg_sim_node *node = nodes[i];
+        if (node->gone) {
+            pthread_mutex_lock(&k->mu);
+            fg_sim_pods_kill_all(k, node);
+            for (size_t j = 0; j < k->nnodes; j++)
+                if (k->nodes[j] == node)
+                    k->nodes[j] = k->nodes[--k->nnodes];
+            pthread_mutex_unlock(&k->mu);
+            if (node->registered)
+                retire(k, node);
+            free(node);
+            continue;
+        }
+        if (!node->registered && now >= node->boot_at_ns) {
+            install_gpus(k, node);
+            if (register_node(k, node) == FG_OK) {
+                pthread_mutex_lock(&k->mu);
+                node->registered = true;
+                pthread_mutex_unlock(&k->mu);
+                node->next_lease_ns = now;
+                node->next_status_ns = now + k->cfg->kubelet.status_ns;
+            }
+        }
+        if (node->registered && now >= node->next_lease_ns) {
+            if (renew_lease(k, node) == FG_OK)
+                node->next_lease_ns = now + k->cfg->kubelet.lease_ns;
+        }
+        if (node->registered && now >= node->next_status_ns) {
+            char stamp[FG_TIME_MAX];
+            fg_time_format(fg_clock_wall_ms(), stamp);
+            if (patch_node_status(k, node, stamp) == FG_OK)
+                node->next_status_ns = now + k->cfg->kubelet.status_ns;
+        }
+    }
+    free(nodes);
+}

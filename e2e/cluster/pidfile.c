@@ -1,0 +1,70 @@
+/* pidfile — finding simulated pods' processes again; see pidfile.h. */
+#include "e2e/cluster/pidfile.h"
+
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+uint64_t fg_sim_proc_starttime(pid_t pid)
+{
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')');   /* the command name may hold spaces and parentheses */
+    unsigned long long start = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &start) != 1)
+        return 0;
+    return start;
+}
+
+bool fg_sim_pidfile_write(const char *path, pid_t pid)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return false;
+    bool ok = fprintf(f, "%d %llu\n", (int)pid, (unsigned long long)fg_sim_proc_starttime(pid)) > 0;
+    ok = fclose(f) == 0 && ok;
+    return ok && rename(tmp, path) == 0;
+}
+
+bool fg_sim_pidfile_alive(const char *path, pid_t *pid)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    int p = 0;
+    unsigned long long start = 0;
+    bool ok = fscanf(f, "%d %llu", &p, &start) == 2 && p > 0;
+    fclose(f);
+    if (!ok || start == 0 || fg_sim_proc_starttime(p) != start)
+        return false;
+    *pid = p;
+    return true;
+}
+
+void fg_sim_pidfile_sweep(const char *dir)
+{
+    char pattern[PATH_MAX];
+    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.pid", dir);
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        pid_t pid;
+        if (fg_sim_pidfile_alive(g.gl_pathv[i], &pid))
+            kill(-pid, SIGKILL);
+        unlink(g.gl_pathv[i]);
+    }
+    globfree(&g);
+}

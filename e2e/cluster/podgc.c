@@ -1,0 +1,83 @@
+/*
+ * podgc — the pod garbage collector's orphan rule: a pod bound to a node that no longer exists is
+ * force-deleted (grace period 0), as kube-controller-manager's podgc does once a node object is
+ * gone (a node removed by the autoscaler, or one that simply vanished). Its controller takes the
+ * ReplicaSet or Job from there. A node's deletion re-checks the pods bound to it; every pod event
+ * checks that pod. A node missing from the cache is confirmed with a live GET before anything is
+ * deleted.
+ */
+#include <stdlib.h>
+
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "e2e/cluster/cm.h"
+
+#define COMPONENT "pod-garbage-collector"
+#define INDEX_NODE "spec.nodeName"
+
+static bool node_exists(struct fg_sim_cm *cm, const char *node)
+{
+    struct fg_kobj *o = fg_store_get(fg_informer_store(cm->nodes.inf), node);
+    if (o) {
+        fg_kobj_unref(o);
+        return true;
+    }
+    char *path = fg_kube_path(&fg_kube_nodes, NULL, node, NULL, NULL);
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_get(cm->client, path, NULL, &st);
+    fg_kube_status_cleanup(&st);
+    free(path);
+    return err != FG_E_KUBE_NOT_FOUND;
+}
+
+static struct fg_reconcile_result reconcile(void *ud, const char *key)
+{
+    struct fg_sim_cm *cm = ud;
+    json_object *pod = fg_sim_cm_get(&cm->pods, key);
+    const char *node = fg_json_get_str(pod, "spec", "nodeName", NULL);
+    enum fg_err err = FG_OK;
+    if (node && *node && !node_exists(cm, node)) {
+        fg_log_obj(FG_LOG_INFO, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
+                   fg_json_get_str(pod, "metadata", "name", NULL), "force-deleting: its node %s is gone", node);
+        json_object *opts = json_object_new_object();
+        json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int(0));
+        json_object *pre = json_object_new_object();
+        fg_json_set_str(pre, "uid", fg_json_get_str(pod, "metadata", "uid", NULL));
+        json_object_object_add(opts, "preconditions", pre);
+        char *path = fg_kube_path(&fg_kube_pods, fg_json_get_str(pod, "metadata", "namespace", NULL),
+                                  fg_json_get_str(pod, "metadata", "name", NULL), NULL, NULL);
+        struct fg_kube_status st = { 0 };
+        err = fg_kube_delete(cm->client, path, opts, NULL, &st);
+        fg_kube_status_cleanup(&st);
+        free(path);
+        json_object_put(opts);
+        if (err == FG_E_KUBE_NOT_FOUND || err == FG_E_KUBE_CONFLICT)
+            err = FG_OK;
+    }
+    json_object_put(pod);
+    return fg_reconcile_error(err);
+}
+
+static void map_node_pods(void *ud, struct fg_kobj *node, struct fg_keys *out)
+{
+    struct fg_sim_cm *cm = ud;
+    struct fg_kobj_list l = { 0 };
+    if (fg_store_by_index(fg_informer_store(cm->pods.inf), INDEX_NODE, fg_kobj_name(node), &l) == FG_OK)
+        for (size_t i = 0; i < l.n; i++)
+            fg_keys_add(out, fg_kobj_key(l.items[i]));
+    fg_kobj_list_cleanup(&l);
+}
+
+enum fg_err fg_sim_podgc_setup(struct fg_sim_cm *cm, char *errmsg)
+{
+    enum fg_err err = fg_informer_factory_index(fg_manager_informers(cm->m), cm->pods.inf, INDEX_NODE,
+                                                fg_index_by_node_name, NULL);
+    if (err)
+        return fg_errmsg(errmsg, err, "cannot index pods by node");
+    struct fg_manager_controller *c;
+    err = fg_sim_cm_controller(cm, "podgc", reconcile, cm, &cm->pods, &c, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, cm->nodes.inf, map_node_pods, cm, errmsg);
+    return err;
+}
