@@ -104,3 +104,19 @@ long fg_sim_cloud_count(struct fg_kube_client *c, const char *group)
     free(path);
     return n;
 }
+
+json_object *fg_sim_cloud_node_labels(const struct fg_sim_group *g, const char *node)
+{
+    json_object *labels = NULL;
+    json_object_deep_copy(g->labels, &labels, NULL);
+    if (!labels)
+        labels = json_object_new_object();
+    fg_json_set_str(labels, "kubernetes.io/hostname", node);
+    fg_json_set_str(labels, "kubernetes.io/os", "linux");
+    fg_json_set_str(labels, "kubernetes.io/arch", "amd64");
+    fg_json_set_str(labels, "beta.kubernetes.io/os", "linux");
+    fg_json_set_str(labels, "beta.kubernetes.io/arch", "amd64");
+    fg_json_set_str(labels, "node.kubernetes.io/instance-type", g->name);
+    fg_json_set_str(labels, FG_SIM_LABEL_GROUP, g->name);
+    return labels;
+}

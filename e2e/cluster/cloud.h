@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "e2e/cluster/config.h"
 #include "operator/kube/client.h"
 
 #define FG_SIM_CLOUD_NAMESPACE "kube-system"
@@ -30,6 +31,10 @@ enum fg_err fg_sim_cloud_terminate(struct fg_kube_client *c, const char *node, c
 /* The node and group an instance object names (borrowed), or NULL when it is not one. */
 const char *fg_sim_cloud_node(json_object *instance);
 const char *fg_sim_cloud_group(json_object *instance);
+/* The labels a node of group registers with: the group's and the well-known ones
+ * (kubernetes.io/hostname, os, arch, node.kubernetes.io/instance-type, the node group); a new object.
+ * The autoscaler judges a group's template node by the same labels. */
+json_object *fg_sim_cloud_node_labels(const struct fg_sim_group *g, const char *node);
 /* How many instances of group exist (a live list); -1 on failure. */
 long fg_sim_cloud_count(struct fg_kube_client *c, const char *group);
 

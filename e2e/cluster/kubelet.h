@@ -132,8 +132,6 @@ struct fg_sim_kubelets {
 /* kubelet_nodes.c */
 /* Boots, heartbeats and retires nodes as the instances and timers say. Ticker thread, mu not held. */
 void fg_sim_nodes_tick(struct fg_sim_kubelets *k);
-/* The labels a node registers with: its group's and the well-known ones (a new object). */
-json_object *fg_sim_node_labels(const struct fg_sim_node *n);
 /* The node called name, or NULL (mu held). */
 struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name);
 /* The next free pod address of node into ip (16 bytes); false when all are taken (mu held). */

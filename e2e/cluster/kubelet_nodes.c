@@ -190,22 +190,6 @@ static json_object *node_status(struct fg_sim_node *n, const char *now)
     return st;
 }
 
-json_object *fg_sim_node_labels(const struct fg_sim_node *n)
-{
-    json_object *labels = NULL;
-    json_object_deep_copy(n->group->labels, &labels, NULL);
-    if (!labels)
-        labels = json_object_new_object();
-    fg_json_set_str(labels, "kubernetes.io/hostname", n->name);
-    fg_json_set_str(labels, "kubernetes.io/os", "linux");
-    fg_json_set_str(labels, "kubernetes.io/arch", "amd64");
-    fg_json_set_str(labels, "beta.kubernetes.io/os", "linux");
-    fg_json_set_str(labels, "beta.kubernetes.io/arch", "amd64");
-    fg_json_set_str(labels, "node.kubernetes.io/instance-type", n->group->name);
-    fg_json_set_str(labels, FG_SIM_LABEL_GROUP, n->group->name);
-    return labels;
-}
-
 static json_object *node_object(struct fg_sim_node *n, const char *now)
 {
     json_object *node = json_object_new_object();
@@ -213,7 +197,7 @@ static json_object *node_object(struct fg_sim_node *n, const char *now)
     fg_json_set_str(node, "kind", "Node");
     json_object *meta = fg_json_ensure_obj(node, "metadata");
     fg_json_set_str(meta, "name", n->name);
-    json_object_object_add(meta, "labels", fg_sim_node_labels(n));
+    json_object_object_add(meta, "labels", fg_sim_cloud_node_labels(n->group, n->name));
     json_object *ann = fg_json_ensure_obj(meta, "annotations");
     fg_json_set_str(ann, "node.alpha.kubernetes.io/ttl", "0");
     fg_json_set_str(ann, "volumes.kubernetes.io/controller-managed-attach-detach", "true");

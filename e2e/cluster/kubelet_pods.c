@@ -122,7 +122,7 @@ static json_object *admission_node(const struct fg_sim_node *node)
     json_object *n = json_object_new_object();
     json_object *meta = fg_json_ensure_obj(n, "metadata");
     fg_json_set_str(meta, "name", node->name);
-    json_object_object_add(meta, "labels", fg_sim_node_labels(node));
+    json_object_object_add(meta, "labels", fg_sim_cloud_node_labels(node->group, node->name));
     json_object_object_add(fg_json_ensure_obj(n, "spec"), "taints", json_object_get(node->group->taints));
     return n;
 }

@@ -15,8 +15,8 @@
  *            downwardAPI and projected ones are files under the pod's directory. A process sees them
  *            at their real paths on this machine, so every mountPath appearing in the command, the
  *            args, the env values or workingDir (whole, or as a path prefix) is rewritten to its
- *            host path: `--proc-root=/host/proc` becomes `--proc-root=<node>/proc`. A path the
- *            program builds at run time from other pieces is not rewritten;
+ *            host path (rewrite.h): `--proc-root=/host/proc` becomes `--proc-root=<node>/proc`. A
+ *            path the program builds at run time from other pieces is not rewritten;
  *   network  the pod's IP: a preloaded library (podnet.c) binds its wildcard and loopback listeners
  *            to it, so two pods may both listen on :8080;
  *   NVIDIA   a container with NVIDIA_VISIBLE_DEVICES on a GPU node gets the node's NVML library
@@ -43,6 +43,7 @@
 #include "base/mem.h"
 #include "e2e/cluster/kubelet.h"
 #include "e2e/cluster/pidfile.h"
+#include "e2e/cluster/rewrite.h"
 #include "operator/kube/quantity.h"
 #include "operator/kube/resource.h"
 
@@ -113,31 +114,14 @@ static void env_set(struct spawn_plan *s, const char *name, const char *value)
         s->env[s->nenv++] = fg_asprintf("%s=%s", name, value);
 }
 
-/* Expands $(VAR) from the variables defined so far, $$ to $, as kube does; unknown references stay. */
+static const char *lookup(void *ud, const char *name)
+{
+    return env_get(ud, name);
+}
+
 static char *expand(struct spawn_plan *s, const char *in)
 {
-    struct fg_buf b;
-    fg_buf_init(&b, 0);
-    for (const char *p = in; *p;) {
-        if (p[0] == '$' && p[1] == '$') {
-            fg_buf_put_str(&b, "$");
-            p += 2;
-            continue;
-        }
-        const char *close = p[0] == '$' && p[1] == '(' ? strchr(p + 2, ')') : NULL;
-        if (close) {
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(close - p - 2), p + 2);
-            const char *v = env_get(s, name);
-            fg_buf_put(&b, v ? v : p, v ? strlen(v) : (size_t)(close - p + 1));
-            p = close + 1;
-            continue;
-        }
-        fg_buf_put(&b, p++, 1);
-    }
-    if (!b.data)
-        fg_buf_put_str(&b, "");
-    return fg_buf_take(&b);
+    return fg_sim_expand(in, lookup, s);
 }
 
 /* metadata.labels['k'] and the like. */
@@ -441,37 +425,12 @@ static enum fg_err map_volumes(struct fg_sim_kubelets *k, struct fg_sim_pod *p, 
     return FG_OK;
 }
 
-/* s with every mounted path rewritten to its host path (a new string). A mount path matches where
- * it starts a word ("/host/proc", "--proc-root=/host/proc", "a:/host/proc") and ends one (followed by
- * '/', ':', ',', '=' or the end); the longest mount path wins. */
 static char *map_paths(const struct spawn_plan *s, const char *in)
 {
-    struct fg_buf b;
-    fg_buf_init(&b, 0);
-    for (const char *q = in; *q;) {
-        bool at_start = q == in || strchr("=:, ", q[-1]);
-        const struct mount *best = NULL;
-        for (size_t i = 0; at_start && *q == '/' && i < s->nmounts; i++) {
-            size_t n = strlen(s->mounts[i].container_path);
-            while (n > 1 && s->mounts[i].container_path[n - 1] == '/')
-                n--;
-            if (!strncmp(q, s->mounts[i].container_path, n) && (!q[n] || strchr("/:,=", q[n])) &&
-                (!best || n > strlen(best->container_path)))
-                best = &s->mounts[i];
-        }
-        if (best) {
-            size_t n = strlen(best->container_path);
-            while (n > 1 && best->container_path[n - 1] == '/')
-                n--;
-            fg_buf_put_str(&b, best->host);
-            q += n;
-            continue;
-        }
-        fg_buf_put(&b, q++, 1);
-    }
-    if (!b.data)
-        fg_buf_put_str(&b, "");
-    return fg_buf_take(&b);
+    struct fg_sim_mount m[MAX_MOUNTS];
+    for (size_t i = 0; i < s->nmounts; i++)
+        m[i] = (struct fg_sim_mount){ s->mounts[i].container_path, s->mounts[i].host };
+    return fg_sim_map_paths(m, s->nmounts, in);
 }
 
 static void add_arg(struct spawn_plan *s, char *arg)

@@ -24,7 +24,7 @@
 
 #include "base/buf.h"
 #include "base/log.h"
-#include "e2e/operator/kubectl_env.h"
+#include "e2e/tests/kubectl_env.h"
 
 #define NS "fracgpu-system"
 

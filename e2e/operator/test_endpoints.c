@@ -23,7 +23,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "e2e/operator/kubectl.h"
+#include "e2e/tests/kubectl.h"
 #include "e2e/tests/harness.h"
 #include "operator/manager/manager.h"
 #include "reconcilers/policy.h"

@@ -33,7 +33,7 @@
 #include "base/mem.h"
 #include "crds/builtin.h"
 #include "e2e/apiserver/apiserver.h"
-#include "e2e/operator/kubectl_env.h"
+#include "e2e/tests/kubectl_env.h"
 
 static struct {
     struct fg_kubectl_env env;

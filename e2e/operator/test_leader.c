@@ -31,7 +31,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "e2e/operator/kubectl.h"
+#include "e2e/tests/kubectl.h"
 #include "e2e/tests/harness.h"
 
 extern char **environ;

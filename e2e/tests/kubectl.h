@@ -1,10 +1,11 @@
 /*
  * kubectl — running the machine's real kubectl from a test the way e2e/apiserver/README.md says it
  * must run ("Running the real kubectl"): its own kubeconfig and cache directory, a request timeout,
- * and the whole run under `timeout 30`.
+ * and the whole run under `timeout` (30 s, or timeout_s for commands that wait: rollout status,
+ * wait, drain). Shared by every e2e suite that drives kubectl against a whole cluster.
  */
-#ifndef FG_E2E_OPERATOR_KUBECTL_H
-#define FG_E2E_OPERATOR_KUBECTL_H
+#ifndef FG_E2E_KUBECTL_H
+#define FG_E2E_KUBECTL_H
 
 #include "base/buf.h"
 
@@ -12,6 +13,7 @@ struct fg_kubectl {
     char dir[128];          /* scratch directory for stdin and output files */
     char kubeconfig[192];
     char cache[192];
+    unsigned timeout_s;     /* the longest a run may take; 30 after init */
 };
 
 /* Everything goes under dir (which must exist); kubeconfig is copied. */

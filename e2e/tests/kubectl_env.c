@@ -1,7 +1,7 @@
 /*
  * kubectl_env — an in-process test API server and a kubectl runner for it; see kubectl_env.h.
  */
-#include "e2e/operator/kubectl_env.h"
+#include "e2e/tests/kubectl_env.h"
 
 #include <errno.h>
 #include <stdio.h>

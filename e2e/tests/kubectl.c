@@ -1,7 +1,7 @@
 /*
  * kubectl — spawning kubectl for e2e tests; see kubectl.h.
  */
-#include "e2e/operator/kubectl.h"
+#include "e2e/tests/kubectl.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -16,11 +16,14 @@ void fg_kubectl_init(struct fg_kubectl *k, const char *dir, const char *kubeconf
     snprintf(k->dir, sizeof k->dir, "%s", dir);
     snprintf(k->kubeconfig, sizeof k->kubeconfig, "%s", kubeconfig);
     snprintf(k->cache, sizeof k->cache, "%s/kubectl-cache", dir);
+    k->timeout_s = 30;
 }
 
 int fg_kubectl_run(struct fg_kubectl *k, struct fg_buf *out, const char *stdin_text, ...)
 {
-    const char *argv[MAX_ARGS + 1] = { "timeout", "30", "/usr/bin/kubectl", "--kubeconfig", k->kubeconfig,
+    char limit[16];
+    snprintf(limit, sizeof limit, "%u", k->timeout_s ? k->timeout_s : 30);
+    const char *argv[MAX_ARGS + 1] = { "timeout", limit, "/usr/bin/kubectl", "--kubeconfig", k->kubeconfig,
                                        "--cache-dir", k->cache, "--request-timeout=10s" };
     int n = 8;
     va_list ap;

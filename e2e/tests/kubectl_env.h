@@ -4,12 +4,12 @@
  * directory, and a kubectl runner (kubectl.h) pointed at it. The env owns the server and the
  * directory; fg_kubectl_env_stop frees the one and removes the other.
  */
-#ifndef FG_E2E_OPERATOR_KUBECTL_ENV_H
-#define FG_E2E_OPERATOR_KUBECTL_ENV_H
+#ifndef FG_E2E_KUBECTL_ENV_H
+#define FG_E2E_KUBECTL_ENV_H
 
 #include "base/err.h"
 #include "e2e/apiserver/apiserver.h"
-#include "e2e/operator/kubectl.h"
+#include "e2e/tests/kubectl.h"
 
 struct fg_kubectl_env {
     struct fg_apiserver *server;

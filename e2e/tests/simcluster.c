@@ -1,0 +1,139 @@
+/* simcluster — a simulated cluster as a process for end-to-end tests; see simcluster.h. */
+#include "e2e/tests/simcluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "operator/kube/config.h"
+
+#define MAX_ARGS 32
+
+/* Reads lines from fd until one holds "ready:" or timeout_s pass. */
+static bool wait_ready(int fd, unsigned timeout_s)
+{
+    char buf[4096];
+    size_t len = 0;
+    uint64_t deadline = fg_clock_mono_ns() + (uint64_t)timeout_s * FG_NS_PER_S;
+    while (fg_clock_mono_ns() < deadline) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n <= 0)
+            return false;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (strstr(buf, "ready:"))
+            return true;
+        if (len == sizeof buf - 1)
+            len = 0;
+    }
+    return false;
+}
+
+enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, const char *const *extra, unsigned ready_s,
+                                char *errmsg)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->dir, sizeof c->dir, "/tmp/fg-sim-test-XXXXXX");
+    if (!mkdtemp(c->dir))
+        return fg_errmsg(errmsg, FG_E_IO, "mkdtemp: %s", strerror(errno));
+    snprintf(c->kubeconfig, sizeof c->kubeconfig, "%s/kubeconfig", c->dir);
+    snprintf(c->work, sizeof c->work, "%s/cluster", c->dir);
+    char bin[512];
+    const char *bindir = getenv("FG_BIN_DIR");
+    snprintf(bin, sizeof bin, "%s/fracgpu-sim-cluster", bindir ? bindir : "build/bin");
+    const char *argv[MAX_ARGS + 1] = { bin, "--kubeconfig-out", c->kubeconfig, "--dir", c->work, "--log-level", "info" };
+    size_t argc = 7;
+    if (config) {
+        argv[argc++] = "--config";
+        argv[argc++] = config;
+    }
+    for (size_t i = 0; extra && extra[i] && argc < MAX_ARGS; i++)
+        argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    int out[2];
+    if (pipe(out))
+        return fg_errmsg(errmsg, FG_E_IO, "pipe: %s", strerror(errno));
+    char log[160];
+    snprintf(log, sizeof log, "%s/supervisor.log", c->dir);
+    c->pid = fork();
+    if (c->pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(out[1], 1);
+        if (fd >= 0)
+            dup2(fd, 2);
+        close(out[0]);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    close(out[1]);
+    if (c->pid < 0) {
+        close(out[0]);
+        return fg_errmsg(errmsg, FG_E_IO, "fork: %s", strerror(errno));
+    }
+    bool ready = wait_ready(out[0], ready_s);
+    close(out[0]);
+    if (!ready) {
+        fg_simcluster_stop(c, true);
+        return fg_errmsg(errmsg, FG_E_TIMEOUT, "the simulated cluster was not ready within %u s (see %s)", ready_s, c->dir);
+    }
+    struct fg_kube_config kc;
+    enum fg_err err = fg_kube_config_load_file(c->kubeconfig, NULL, &kc, errmsg);
+    if (!err) {
+        err = fg_kube_client_new(&kc, NULL, &c->client, errmsg);
+        fg_kube_config_cleanup(&kc);
+    }
+    if (err) {
+        fg_simcluster_stop(c, true);
+        return err;
+    }
+    fg_kubectl_init(&c->k, c->dir, c->kubeconfig);
+    return FG_OK;
+}
+
+void fg_simcluster_stop(struct fg_simcluster *c, bool keep)
+{
+    if (c->pid > 0) {
+        kill(c->pid, SIGTERM);
+        uint64_t deadline = fg_clock_mono_ns() + 30 * FG_NS_PER_S;
+        int status;
+        while (waitpid(c->pid, &status, WNOHANG) == 0) {
+            if (fg_clock_mono_ns() > deadline) {
+                kill(c->pid, SIGKILL);
+                waitpid(c->pid, &status, 0);
+                break;
+            }
+            nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+        }
+        c->pid = 0;
+    }
+    fg_kube_client_free(c->client);
+    c->client = NULL;
+    if (keep && getenv("FG_KEEP_SIM")) {
+        fprintf(stderr, "simulated cluster kept in %s\n", c->dir);
+        return;
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
+    if (c->dir[0] && system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", c->dir);
+}
+
+enum fg_err fg_simcluster_log(struct fg_simcluster *c, const char *component, struct fg_buf *out)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/logs/%s.log", c->work, component);
+    fg_buf_reset(out);
+    return fg_buf_read_file(out, path, NULL);
+}

@@ -1,0 +1,41 @@
+/*
+ * simcluster — a whole simulated cluster for an end-to-end test: `fracgpu-sim-cluster` started as
+ * a process (its test API server, controllers, default scheduler, kubelets and autoscaler), waited
+ * for until it says it is ready, and a kube client and a kubectl runner pointed at it.
+ *
+ * Everything lives in a fresh directory under /tmp (the kubeconfig, the cluster's working
+ * directory with its logs and node directories, kubectl's cache); fg_simcluster_stop sends SIGTERM,
+ * waits (SIGKILL after 30 s) and removes the directory unless the test failed and $FG_KEEP_SIM is
+ * set. Every wait is bounded.
+ */
+#ifndef FG_E2E_SIMCLUSTER_H
+#define FG_E2E_SIMCLUSTER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "e2e/tests/kubectl.h"
+#include "operator/kube/client.h"
+
+struct fg_simcluster {
+    char dir[96];
+    char kubeconfig[160];
+    char work[160];              /* the cluster's working directory (logs/, nodes/) */
+    pid_t pid;
+    struct fg_kube_client *client;
+    struct fg_kubectl k;
+};
+
+/* Starts the cluster with the YAML configuration at config (NULL: the default one) and waits up to
+ * ready_s seconds for its ready line. extra: more command-line arguments (NULL-terminated, may be
+ * NULL). errmsg says what failed; nothing is left running then. */
+enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, const char *const *extra, unsigned ready_s,
+                                char *errmsg) FG_MUST_USE;
+/* Stops it and removes its directory (kept when keep is true). */
+void fg_simcluster_stop(struct fg_simcluster *c, bool keep);
+
+/* The cluster's log of one component ("controllers", "kubelets", ...) into out (replacing it). */
+enum fg_err fg_simcluster_log(struct fg_simcluster *c, const char *component, struct fg_buf *out) FG_MUST_USE;
+
+#endif
