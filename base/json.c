@@ -141,3 +141,8 @@ size_t fg_json_array_len(json_object *a)
 {
     return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
+
+size_t fg_json_object_len(json_object *o)
+{
+    return json_object_is_type(o, json_type_object) ? (size_t)json_object_object_length(o) : 0;
+}

@@ -24,7 +24,7 @@
 
 static bool selects(json_object *selector, json_object *pod)
 {
-    if (!json_object_is_type(selector, json_type_object) || json_object_object_length(selector) == 0)
+    if (fg_json_object_len(selector) == 0)
         return false;
     json_object *labels = fg_json_get(pod, "metadata", "labels", NULL);
     json_object_object_foreach(selector, k, v) {
@@ -152,7 +152,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
     struct fg_sim_cm *cm = ud;
     json_object *svc = fg_sim_cm_get(&cm->services, key);
-    if (!svc || !json_object_object_length(fg_json_get(svc, "spec", "selector", NULL))) {
+    if (!svc || !fg_json_object_len(fg_json_get(svc, "spec", "selector", NULL))) {
         json_object_put(svc);
         return fg_reconcile_ok();   /* gone (its slices go with it) or managed by someone else */
     }
@@ -166,9 +166,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         json_object *w = fg_json_get(want, name, NULL);
         if (!w) {
             err = fg_sim_delete(cm->client, &fg_kube_endpointslices, h, NULL);
-        } else if (!same_content(w, h)) {
-            fg_json_set_str(fg_json_get(w, "metadata", NULL), "resourceVersion",
-                            fg_json_get_str(h, "metadata", "resourceVersion", NULL));
+        } else if (!same_content(w, h)) {   /* unconditional: this controller is the slice's only writer */
             char *path = fg_kube_path(&fg_kube_endpointslices, ns, name, NULL, NULL);
             err = fg_kube_update(cm->client, path, w, NULL, NULL);
             free(path);

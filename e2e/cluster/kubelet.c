@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -69,8 +70,10 @@ static void kubelets_free(void *ud)
         free(k->pods_v[i]);
     free(k->pods_v);
     lh_table_free(k->pod_index);
-    for (size_t i = 0; i < k->nnodes; i++)
+    for (size_t i = 0; i < k->nnodes; i++) {
+        close(k->nodes[i]->claim_fd);
         free(k->nodes[i]);
+    }
     free(k->nodes);
     pthread_mutex_destroy(&k->mu);
     pthread_cond_destroy(&k->cond);
@@ -119,6 +122,11 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
     enum fg_err err = credentials(k, errmsg);
     if (err)
         return err;
+    struct rlimit files;   /* a descriptor per node holds its network (kubelet_nodes.c) */
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
 
     struct fg_informer_factory *f = fg_manager_informers(m);
     if ((err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_configmaps,

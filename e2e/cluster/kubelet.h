@@ -14,8 +14,9 @@
  *
  * Each node has a directory (<dir>/nodes/<node>/) standing for its host: its `proc`, kubelet
  * directories and NVIDIA libraries, which hostPath volumes map to, and pods/<namespace>_<name>_<uid>/
- * holding each pod's volumes, logs, kubeconfig and pid files. Each node owns the loopback network
- * 127.X.Y.0/24 (its own IP ends in .1); its pods get the other addresses, and a preloaded library
+ * holding each pod's volumes, logs, kubeconfig and pid files. Each node owns a loopback network
+ * 127.X.Y.0/24 (its own IP ends in .1), claimed machine-wide so that clusters running side by side
+ * never share one; its pods get the other addresses, and a preloaded library
  * (podnet.c) makes a pod's process bind its own IP, so pods on one machine listen on the same port as
  * they would on a cluster.
  *
@@ -52,7 +53,8 @@ struct fg_sim_node {
     const struct fg_sim_group *group;
     char root[1280];              /* <dir>/nodes/<name> */
     char ip[16];                  /* 127.X.Y.1 */
-    unsigned net;                 /* X * 256 + Y */
+    unsigned net;                 /* (X - 1) * 256 + Y */
+    int claim_fd;                 /* holds net machine-wide (kubelet_nodes.c) */
     uint64_t boot_at_ns;          /* when the instance has booted (its kubelet registers) */
     bool registered, gone;
     char uid[64];                 /* the Node's uid, once registered */
@@ -121,6 +123,7 @@ struct fg_sim_kubelets {
     pthread_mutex_t mu;
     struct fg_sim_node **nodes;
     size_t nnodes;
+    unsigned next_net;            /* where the search for a free network number goes on */
     struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
     size_t npods;
     struct lh_table *pod_index;   /* key → pod */

@@ -13,6 +13,8 @@
  * garbage collector then deletes pods still bound to it.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,8 @@
 #define COMPONENT "kubelet"
 #define LEASE_NAMESPACE "kube-node-lease"
 #define LEASE_SECONDS 40
+#define NET_CLAIMS "/tmp/fracgpu-sim-net"
+#define MAX_NETS (254u * 256u)   /* 127.1.0.0/24 to 127.254.255.0/24 */
 
 struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name)
 {
@@ -73,33 +77,54 @@ static void mkdir_p(const char *path)
     mkdir(tmp, 0755);
 }
 
-/* The node's network number: the one it had (its file), else the lowest no other node holds. */
-static unsigned node_net(struct fg_sim_kubelets *k, const char *root)
+/* Locks network number net machine-wide: the lock file /tmp/fracgpu-sim-net/<net>, held with
+ * flock for as long as the node lives (so a process that dies releases it, and a restarted kubelet
+ * takes its nodes' numbers back); close-on-exec, so pods' processes never hold it. -1 when another
+ * holds it. */
+static int claim_net(unsigned net)
 {
-    char path[PATH_MAX + 8];
-    snprintf(path, sizeof path, "%s/net", root);
+    char path[64];
+    mkdir(NET_CLAIMS, 0777);
+    snprintf(path, sizeof path, NET_CLAIMS "/%u", net);
+    int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The node's network number (its pods' addresses are 127.X.Y.*, X = 1 + net / 256, Y = net % 256):
+ * the one it had before (its file), else the next no node of any simulated cluster on this machine
+ * holds. False when every number is taken. */
+static bool node_net(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%.1279s/net", n->root);
     unsigned net = 0;
     FILE *f = fopen(path, "r");
-    bool known = f && fscanf(f, "%u", &net) == 1;
+    bool known = f && fscanf(f, "%u", &net) == 1 && net < MAX_NETS;
     if (f)
         fclose(f);
-    if (known)
-        return net;
-    for (net = 0;; net++) {
-        bool taken = false;
-        for (size_t i = 0; i < k->nnodes && !taken; i++)
-            taken = k->nodes[i]->net == net;
-        char other[PATH_MAX];
-        snprintf(other, sizeof other, "%.1023s/nodes/.net-%u", k->dir, net);
-        if (!taken && mkdir(other, 0755) == 0)   /* claims it across restarts too */
-            break;
+    if (known && (n->claim_fd = claim_net(net)) >= 0) {
+        n->net = net;
+        return true;
     }
-    f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%u\n", net);
-        fclose(f);
+    for (unsigned tries = 0; tries < MAX_NETS; tries++) {
+        net = k->next_net++ % MAX_NETS;
+        if ((n->claim_fd = claim_net(net)) < 0)
+            continue;
+        n->net = net;
+        f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%u\n", net);
+            fclose(f);
+        }
+        return true;
     }
-    return net;
+    return false;
 }
 
 /* Writes the fake NVML state for the node's GPUs and links the library where the runtime finds it. */
@@ -321,7 +346,11 @@ static void discover(struct fg_sim_kubelets *k, json_object *instance)
         snprintf(d, sizeof d, "%s/%s", n->root, dirs[i]);
         mkdir_p(d);
     }
-    n->net = node_net(k, n->root);
+    if (!node_net(k, n)) {
+        fg_log(FG_LOG_ERROR, COMPONENT, "instance %s: every loopback network of this machine is taken", name);
+        free(n);
+        return;
+    }
     snprintf(n->ip, sizeof n->ip, "127.%hhu.%hhu.1", (unsigned char)(1 + n->net / 256), (unsigned char)(n->net % 256));
     int64_t created = 0, now = fg_clock_wall_ms();
     fg_time_parse(fg_json_get_str(instance, "metadata", "creationTimestamp", NULL), &created);
@@ -373,6 +402,7 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
             pthread_mutex_unlock(&k->mu);
             if (node->registered)
                 retire(k, node);
+            close(node->claim_fd);
             free(node);
             continue;
         }

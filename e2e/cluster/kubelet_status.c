@@ -103,7 +103,7 @@ static const char *qos_class(json_object *pod)
     for (size_t i = 0; i < fg_json_array_len(containers); i++) {
         json_object *res = fg_json_get(json_object_array_get_idx(containers, i), "resources", NULL);
         json_object *req = fg_json_get(res, "requests", NULL), *lim = fg_json_get(res, "limits", NULL);
-        any = any || json_object_object_length(req) || json_object_object_length(lim);
+        any = any || fg_json_object_len(req) || fg_json_object_len(lim);
         static const char *const names[] = { "cpu", "memory" };
         for (size_t j = 0; j < 2; j++) {
             const char *l = fg_json_get_str(lim, names[j], NULL), *r = fg_json_get_str(req, names[j], NULL);

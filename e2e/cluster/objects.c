@@ -113,7 +113,7 @@ static int cmp_str(const void *a, const void *b)
 static void canonical(json_object *o, struct fg_buf *b)
 {
     if (json_object_is_type(o, json_type_object)) {
-        size_t n = (size_t)json_object_object_length(o), i = 0;
+        size_t n = fg_json_object_len(o), i = 0;
         const char **keys = fg_calloc(n ? n : 1, sizeof *keys);
         json_object_object_foreach(o, k, v) {
             (void)v;

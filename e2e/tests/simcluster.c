@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,7 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
     snprintf(log, sizeof log, "%s/supervisor.log", c->dir);
     c->pid = fork();
     if (c->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);   /* a test that dies takes its cluster with it */
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
         dup2(out[1], 1);
         if (fd >= 0)

@@ -1,0 +1,520 @@
+/*
+ * The simulated cluster end to end, driven by the machine's real kubectl as a person would drive a
+ * cluster (testdata/kubectl-e2e.yaml: two GPU nodes and an autoscaled group of big nodes):
+ *   - `kubectl apply -k manifests/` installs fracgpu; the operator Deployment's pods run as real
+ *     `fracgpu operator` processes that become Ready through their readiness probe (/readyz on the
+ *     pod's IP) and create the built-in GPUPolicies; the node-agent DaemonSet runs on both GPU nodes;
+ *   - `kubectl create namespace|deployment|job|priorityclass` work; a Deployment of 3 runs 3 Ready
+ *     pods and a Job completes;
+ *   - `kubectl rollout restart` replaces the pods within maxSurge and maxUnavailable (checked by a
+ *     poller through the API all along) and `kubectl rollout status` returns;
+ *   - deleting the Deployment removes its ReplicaSets and pods (the garbage collector);
+ *   - a pod too big for every node is Unschedulable, the autoscaler adds a big node and it runs; once
+ *     it is deleted the node goes again;
+ *   - `kubectl drain` evicts a node's pods, is held back by a PodDisruptionBudget until the first
+ *     replacement runs, and the pods end up on the other node.
+ * At the end no pod process logged a sanitizer report.
+ */
+#include <glob.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "e2e/tests/simcluster.h"
+#include "operator/kube/resource.h"
+
+static struct {
+    struct fg_simcluster sim;
+    bool failed;
+} e;
+
+/* Runs kubectl with the arguments and fails the test, showing its output, unless it exits 0. */
+#define OK(out, stdin_text, ...)                                                                     \
+    do {                                                                                             \
+        int rc_ = fg_kubectl_run(&e.sim.k, out, stdin_text, __VA_ARGS__, NULL);                      \
+        if (rc_ != 0) {                                                                              \
+            e.failed = true;                                                                         \
+            fail_msg("kubectl %s: exit %d\n%s", #__VA_ARGS__, rc_, fg_buf_str(out));                \
+        }                                                                                            \
+    } while (0)
+
+static json_object *list(const struct fg_kube_resource *res, const char *ns, const char *selector)
+{
+    struct fg_buf q;
+    fg_buf_init(&q, 0);
+    if (selector && fg_kube_query_add(&q, "labelSelector", selector) != FG_OK)
+        fail();
+    char *path = fg_kube_path(res, ns, NULL, NULL, selector ? fg_buf_str(&q) : NULL);
+    fg_buf_cleanup(&q);
+    json_object *l = NULL;
+    enum fg_err err = fg_kube_get(e.sim.client, path, &l, NULL);
+    free(path);
+    if (err)
+        fail_msg("list %s: %s", res->plural, fg_err_str(err));
+    return l;
+}
+
+static size_t count(const struct fg_kube_resource *res, const char *ns, const char *selector)
+{
+    json_object *l = list(res, ns, selector);
+    size_t n = fg_json_array_len(fg_json_get(l, "items", NULL));
+    json_object_put(l);
+    return n;
+}
+
+static bool condition_true(json_object *obj, const char *type)
+{
+    json_object *conds = fg_json_get(obj, "status", "conditions", NULL);
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (fg_str_eq(fg_json_get_str(c, "type", NULL), type))
+            return fg_str_eq(fg_json_get_str(c, "status", NULL), "True");
+    }
+    return false;
+}
+
+/* Pods matching selector (and on node, when not NULL), not terminating: all of them and those Running
+ * and Ready. False when the API did not answer; another thread than the test's may call it
+ * (cmocka's checks belong to the test's thread). */
+static bool try_pod_counts(const char *ns, const char *selector, const char *node, size_t *all, size_t *ready)
+{
+    struct fg_buf q;
+    fg_buf_init(&q, 0);
+    bool ok = fg_kube_query_add(&q, "labelSelector", selector) == FG_OK;
+    char *path = fg_kube_path(&fg_kube_pods, ns, NULL, NULL, selector ? fg_buf_str(&q) : NULL);
+    fg_buf_cleanup(&q);
+    json_object *l = NULL;
+    ok = ok && fg_kube_get(e.sim.client, path, &l, NULL) == FG_OK;
+    free(path);
+    json_object *items = fg_json_get(l, "items", NULL);
+    *all = *ready = 0;
+    for (size_t i = 0; ok && i < fg_json_array_len(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        if (fg_json_get(p, "metadata", "deletionTimestamp", NULL) ||
+            (node && !fg_str_eq(fg_json_get_str(p, "spec", "nodeName", NULL), node)))
+            continue;
+        (*all)++;
+        *ready += fg_str_eq(fg_json_get_str(p, "status", "phase", NULL), "Running") && condition_true(p, "Ready");
+    }
+    json_object_put(l);
+    return ok;
+}
+
+static void pod_counts(const char *ns, const char *selector, const char *node, size_t *all, size_t *ready)
+{
+    if (!try_pod_counts(ns, selector, node, all, ready))
+        fail_msg("cannot list the pods of %s", ns);
+}
+
+/* Polls cond every 200 ms for up to timeout_s. */
+static bool eventually(bool (*cond)(void *), void *ud, unsigned timeout_s)
+{
+    uint64_t deadline = fg_clock_mono_ns() + (uint64_t)timeout_s * FG_NS_PER_S;
+    while (!cond(ud)) {
+        if (fg_clock_mono_ns() > deadline)
+            return false;
+        nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+    }
+    return true;
+}
+
+/* ---- setup ---- */
+
+static int setup(void **state)
+{
+    (void)state;
+    fg_log_set_level(FG_LOG_WARN);
+    char config[512], msg[FG_ERRMSG_MAX] = "";
+    snprintf(config, sizeof config, "%s/e2e/cluster/testdata/kubectl-e2e.yaml", getenv("FG_SOURCE_DIR"));
+    if (fg_simcluster_start(&e.sim, config, NULL, 90, msg) != FG_OK) {
+        fprintf(stderr, "cannot start the simulated cluster: %s\n", msg);
+        return -1;
+    }
+    e.sim.k.timeout_s = 150;
+    return 0;
+}
+
+/* Fails when any pod process logged a sanitizer report. */
+static int teardown(void **state)
+{
+    (void)state;
+    char pattern[256];
+    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", e.sim.work);
+    glob_t g;
+    int reports = 0;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            struct fg_buf b;
+            fg_buf_init(&b, 0);
+            if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
+                (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
+                 strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
+                fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
+                reports++;
+            }
+            fg_buf_cleanup(&b);
+        }
+        globfree(&g);
+    }
+    fg_simcluster_stop(&e.sim, e.failed || reports);
+    return reports ? -1 : 0;
+}
+
+/* ---- install ---- */
+
+static bool policies_created(void *ud)
+{
+    (void)ud;
+    static const struct fg_kube_resource gpupolicies = { "fracgpu.io", "v1alpha1", "gpupolicies", "GPUPolicy", false };
+    return count(&gpupolicies, NULL, NULL) >= 4;
+}
+
+static bool node_agents_ready(void *ud)
+{
+    (void)ud;
+    size_t all, ready;
+    pod_counts("fracgpu-system", "app.kubernetes.io/component=node-agent", NULL, &all, &ready);
+    return all == 2 && ready == 2;
+}
+
+static void test_install(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    char manifests[512];
+    snprintf(manifests, sizeof manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
+    OK(&out, NULL, "apply", "-k", manifests);
+    OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", "fracgpu-system", "--timeout=120s");
+    assert_non_null(strstr(fg_buf_str(&out), "successfully rolled out"));
+
+    /* two operator replicas, Ready through their readiness probe: /readyz answers on each pod's IP */
+    json_object *l = list(&fg_kube_pods, "fracgpu-system", "app.kubernetes.io/component=operator");
+    json_object *items = fg_json_get(l, "items", NULL);
+    size_t ready = 0;
+    for (size_t i = 0; i < fg_json_array_len(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        if (fg_json_get(p, "metadata", "deletionTimestamp", NULL) || !condition_true(p, "Ready"))
+            continue;
+        const char *ip = fg_json_get_str(p, "status", "podIP", NULL);
+        assert_non_null(ip);
+        struct fg_buf body;
+        fg_buf_init(&body, 0);
+        char url[128];
+        snprintf(url, sizeof url, "http://%s:8080/readyz", ip);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "curl -s -m 5 %s", url);
+        FILE *f = popen(cmd, "r");
+        char answer[64] = "";
+        if (f) {
+            if (!fgets(answer, sizeof answer, f))
+                answer[0] = '\0';
+            pclose(f);
+        }
+        answer[strcspn(answer, "\n")] = '\0';
+        assert_string_equal(answer, "ok");
+        fg_buf_cleanup(&body);
+        ready++;
+    }
+    json_object_put(l);
+    assert_int_equal(ready, 2);
+
+    /* the leader created the built-in policies */
+    if (!eventually(policies_created, NULL, 60))
+        fail_msg("the operator did not create the built-in GPUPolicies");
+    OK(&out, NULL, "get", "gpupolicies");
+    assert_non_null(strstr(fg_buf_str(&out), "real-time"));
+    assert_non_null(strstr(fg_buf_str(&out), "near-real-time"));
+    assert_non_null(strstr(fg_buf_str(&out), "batch"));
+
+    /* the node agent runs on both GPU nodes */
+    if (!eventually(node_agents_ready, NULL, 60)) {
+        fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods", "-n", "fracgpu-system", "-o", "wide", NULL);
+        fail_msg("the node agents are not Ready on both GPU nodes:\n%s", fg_buf_str(&out));
+    }
+    OK(&out, NULL, "get", "daemonset", "fracgpu-node-agent", "-n", "fracgpu-system");
+    fg_buf_cleanup(&out);
+}
+
+/* ---- kubectl create ---- */
+
+static bool job_complete(void *ud)
+{
+    (void)ud;
+    json_object *l = list(&fg_kube_jobs, "team-b", NULL), *items = fg_json_get(l, "items", NULL);
+    bool done = fg_json_array_len(items) == 1 && condition_true(json_object_array_get_idx(items, 0), "Complete");
+    json_object_put(l);
+    return done;
+}
+
+static void test_create(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    OK(&out, NULL, "create", "namespace", "team-b");
+    OK(&out, NULL, "create", "priorityclass", "high", "--value=1000", "--description=team b's serving");
+    OK(&out, NULL, "get", "priorityclass", "high");
+    assert_non_null(strstr(fg_buf_str(&out), "1000"));
+    OK(&out, NULL, "create", "deployment", "web", "--image=nginx:1.27", "--replicas=3", "-n", "team-b");
+    OK(&out, NULL, "rollout", "status", "deployment/web", "-n", "team-b", "--timeout=60s");
+    size_t all, ready;
+    pod_counts("team-b", "app=web", NULL, &all, &ready);
+    assert_int_equal(all, 3);
+    assert_int_equal(ready, 3);
+    OK(&out, NULL, "get", "deployment", "web", "-n", "team-b");
+    assert_non_null(strstr(fg_buf_str(&out), "3/3"));
+    OK(&out, NULL, "create", "job", "pi", "--image=busybox", "-n", "team-b", "--", "sh", "-c", "echo 3.14");
+    OK(&out, NULL, "wait", "--for=condition=complete", "job/pi", "-n", "team-b", "--timeout=60s");
+    assert_true(job_complete(NULL));
+    OK(&out, NULL, "get", "job", "pi", "-n", "team-b", "-o", "jsonpath={.status.succeeded}");
+    assert_string_equal(fg_buf_str(&out), "1");
+    fg_buf_cleanup(&out);
+}
+
+/* ---- rollout restart ---- */
+
+struct poller {
+    pthread_t thread;
+    volatile bool stop;
+    size_t max_pods, min_ready;
+    bool saw_rollout;
+};
+
+static void *poll_web(void *ud)
+{
+    struct poller *p = ud;
+    while (!p->stop) {
+        size_t all, ready;
+        if (!try_pod_counts("team-b", "app=web", NULL, &all, &ready))
+            continue;
+        p->max_pods = all > p->max_pods ? all : p->max_pods;
+        p->min_ready = ready < p->min_ready ? ready : p->min_ready;
+        p->saw_rollout = p->saw_rollout || all > 3;
+        nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+    }
+    return NULL;
+}
+
+static void test_rollout_restart(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    json_object *before = list(&fg_kube_pods, "team-b", "app=web");
+    struct poller p = { .min_ready = 1000 };
+    pthread_create(&p.thread, NULL, poll_web, &p);
+    int restarted = fg_kubectl_run(&e.sim.k, &out, NULL, "rollout", "restart", "deployment/web", "-n", "team-b", NULL);
+    int rolled = restarted ? -1
+                           : fg_kubectl_run(&e.sim.k, &out, NULL, "rollout", "status", "deployment/web", "-n", "team-b",
+                                            "--timeout=90s", NULL);
+    p.stop = true;
+    pthread_join(p.thread, NULL);
+    if (restarted || rolled)
+        fail_msg("kubectl rollout restart/status: exit %d/%d\n%s", restarted, rolled, fg_buf_str(&out));
+    assert_non_null(strstr(fg_buf_str(&out), "successfully rolled out"));
+    /* 3 replicas with the default 25% / 25%: maxSurge 1, maxUnavailable 0 */
+    assert_true(p.saw_rollout);
+    assert_true(p.max_pods <= 4);
+    assert_int_equal(p.min_ready, 3);
+    json_object *after = list(&fg_kube_pods, "team-b", "app=web");
+    json_object *old_items = fg_json_get(before, "items", NULL), *new_items = fg_json_get(after, "items", NULL);
+    size_t fresh = 0;
+    for (size_t i = 0; i < fg_json_array_len(new_items); i++) {
+        const char *name = fg_json_get_str(json_object_array_get_idx(new_items, i), "metadata", "name", NULL);
+        bool old = false;
+        for (size_t j = 0; j < fg_json_array_len(old_items); j++)
+            old = old || fg_str_eq(name, fg_json_get_str(json_object_array_get_idx(old_items, j), "metadata", "name", NULL));
+        fresh += !old;
+    }
+    assert_int_equal(fresh, 3);   /* every pod was replaced */
+    json_object_put(before);
+    json_object_put(after);
+    assert_int_equal(count(&fg_kube_replicasets, "team-b", "app=web"), 2);   /* the old set stays, scaled to 0 */
+    fg_buf_cleanup(&out);
+}
+
+/* ---- garbage collection ---- */
+
+static bool web_gone(void *ud)
+{
+    (void)ud;
+    return count(&fg_kube_replicasets, "team-b", "app=web") == 0 && count(&fg_kube_pods, "team-b", "app=web") == 0;
+}
+
+static void test_delete_deployment(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    OK(&out, NULL, "delete", "deployment", "web", "-n", "team-b", "--wait=false");
+    if (!eventually(web_gone, NULL, 60))
+        fail_msg("the ReplicaSets and pods of the deleted Deployment are still there");
+    fg_buf_cleanup(&out);
+}
+
+/* ---- autoscaling ---- */
+
+static const char *const big_pod =
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team-b}\n"
+    "spec:\n  containers:\n  - name: app\n    image: busybox\n    resources: {requests: {cpu: \"40\", memory: 8Gi}}\n";
+
+static bool big_unschedulable(void *ud)
+{
+    json_object **pod = ud;
+    char *path = fg_kube_path(&fg_kube_pods, "team-b", "big", NULL, NULL);
+    json_object_put(*pod);
+    *pod = NULL;
+    enum fg_err err = fg_kube_get(e.sim.client, path, pod, NULL);
+    free(path);
+    if (err)
+        return false;
+    json_object *conds = fg_json_get(*pod, "status", "conditions", NULL);
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (fg_str_eq(fg_json_get_str(c, "type", NULL), "PodScheduled") &&
+            fg_str_eq(fg_json_get_str(c, "reason", NULL), "Unschedulable"))
+            return true;
+    }
+    return false;
+}
+
+static bool big_running(void *ud)
+{
+    (void)ud;
+    json_object *l = list(&fg_kube_pods, "team-b", NULL), *items = fg_json_get(l, "items", NULL);
+    bool running = false;
+    for (size_t i = 0; i < fg_json_array_len(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        const char *node = fg_json_get_str(p, "spec", "nodeName", NULL);
+        running = running || (fg_str_eq(fg_json_get_str(p, "metadata", "name", NULL), "big") && node &&
+                              fg_str_has_prefix(node, "big-") && condition_true(p, "Ready"));
+    }
+    json_object_put(l);
+    return running;
+}
+
+static bool nodes_are(void *ud)
+{
+    return count(&fg_kube_nodes, NULL, NULL) == *(size_t *)ud;
+}
+
+static void test_autoscale(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    size_t two = 2, three = 3;
+    assert_true(nodes_are(&two));
+    OK(&out, big_pod, "apply", "-f", "-");
+    json_object *pod = NULL;
+    if (!eventually(big_unschedulable, &pod, 30))
+        fail_msg("the big pod was never marked Unschedulable");
+    const char *msg = NULL;
+    json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
+    for (size_t i = 0; i < fg_json_array_len(conds); i++)
+        if (fg_str_eq(fg_json_get_str(json_object_array_get_idx(conds, i), "type", NULL), "PodScheduled"))
+            msg = fg_json_get_str(json_object_array_get_idx(conds, i), "message", NULL);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "0/2 nodes are available"));
+    assert_non_null(strstr(msg, "Insufficient cpu"));
+    json_object_put(pod);
+    if (!eventually(big_running, NULL, 60)) {
+        fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,nodes", "-A", "-o", "wide", NULL);
+        fail_msg("the autoscaler did not bring a node the big pod runs on:\n%s", fg_buf_str(&out));
+    }
+    assert_true(nodes_are(&three));
+    OK(&out, NULL, "get", "events", "-n", "team-b");
+    assert_non_null(strstr(fg_buf_str(&out), "TriggeredScaleUp"));
+    assert_non_null(strstr(fg_buf_str(&out), "pod/big"));
+    OK(&out, NULL, "delete", "pod", "big", "-n", "team-b", "--wait=true", "--timeout=60s");
+    if (!eventually(nodes_are, &two, 60))
+        fail_msg("the empty big node was not removed");
+    OK(&out, NULL, "get", "events", "-n", "default");
+    assert_non_null(strstr(fg_buf_str(&out), "ScaleDownEmpty"));
+    assert_non_null(strstr(fg_buf_str(&out), "removing empty node big-"));
+    fg_buf_cleanup(&out);
+}
+
+/* ---- drain ---- */
+
+static const char *const budget_app =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: steady, namespace: team-b}\n"
+    "spec:\n  replicas: 2\n  selector: {matchLabels: {app: steady}}\n"
+    "  template:\n    metadata: {labels: {app: steady}}\n"
+    "    spec: {containers: [{name: app, image: nginx, resources: {requests: {cpu: 100m}}}]}\n"
+    "---\n"
+    "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: steady, namespace: team-b}\n"
+    "spec: {minAvailable: 1, selector: {matchLabels: {app: steady}}}\n";
+
+struct on_node {
+    const char *node;
+    size_t want;
+};
+
+static bool steady_on(void *ud)
+{
+    struct on_node *o = ud;
+    size_t all, ready;
+    pod_counts("team-b", "app=steady", o->node, &all, &ready);
+    return ready == o->want;
+}
+
+static void test_drain(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    json_object *l = list(&fg_kube_nodes, NULL, "sim.fracgpu.io/node-group=gpu"), *items = fg_json_get(l, "items", NULL);
+    assert_int_equal(fg_json_array_len(items), 2);
+    char a[128], b[128];
+    snprintf(a, sizeof a, "%s", fg_json_get_str(json_object_array_get_idx(items, 0), "metadata", "name", NULL));
+    snprintf(b, sizeof b, "%s", fg_json_get_str(json_object_array_get_idx(items, 1), "metadata", "name", NULL));
+    json_object_put(l);
+    /* both replicas on a, so that draining it must wait on the budget */
+    OK(&out, NULL, "cordon", b);
+    OK(&out, budget_app, "apply", "-f", "-");
+    OK(&out, NULL, "rollout", "status", "deployment/steady", "-n", "team-b", "--timeout=60s");
+    struct on_node on_a = { a, 2 }, on_b = { b, 2 };
+    assert_true(steady_on(&on_a));
+    OK(&out, NULL, "uncordon", b);
+    OK(&out, NULL, "drain", a, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s");
+    const char *o = fg_buf_str(&out);
+    assert_non_null(strstr(o, "evicted"));
+    assert_non_null(strstr(o, "disruption budget"));   /* the second eviction had to wait */
+    assert_non_null(strstr(o, "drained"));
+    if (!eventually(steady_on, &on_b, 60))
+        fail_msg("the evicted pods do not run on %s", b);
+    OK(&out, NULL, "get", "node", a);
+    assert_non_null(strstr(fg_buf_str(&out), "SchedulingDisabled"));
+    size_t all, ready;
+    pod_counts("fracgpu-system", "app.kubernetes.io/component=operator", a, &all, &ready);
+    assert_int_equal(all, 0);   /* the operator's pods moved too */
+    OK(&out, NULL, "uncordon", a);
+    fg_buf_cleanup(&out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_install),
+        cmocka_unit_test(test_create),
+        cmocka_unit_test(test_rollout_restart),
+        cmocka_unit_test(test_delete_deployment),
+        cmocka_unit_test(test_autoscale),
+        cmocka_unit_test(test_drain),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
