@@ -24,6 +24,21 @@
 #define TICK_NS (100 * FG_NS_PER_MS)
 #define POD_WORKERS 8
 
+static void instances_changed(void *ud, struct fg_kobj *obj)
+{
+    (void)obj;
+    struct fg_sim_kubelets *k = ud;
+    atomic_store(&k->instances_changed, true);
+}
+
+static void instances_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    (void)old;
+    instances_changed(ud, obj);
+}
+
+static const struct fg_resource_handler instance_handler = { instances_changed, instances_updated, instances_changed };
+
 static void *ticker(void *ud)
 {
     struct fg_sim_kubelets *k = ud;
@@ -137,6 +152,9 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
                                                                       .field_selector = "spec.nodeName!=" },
                                        &k->pods, errmsg)))
         return err;
+    atomic_store(&k->instances_changed, true);
+    if ((err = fg_informer_add_handler(k->instances, &instance_handler, k)))
+        return fg_errmsg(errmsg, err, "cannot watch the instances");
     struct fg_controller_spec spec = { .name = "kubelet-pods", .kind = "Pod", .workers = POD_WORKERS,
                                        .reconcile = fg_sim_pod_reconcile, .ud = k, .primary = k->pods };
     if ((err = fg_manager_controller(m, &spec, &k->pod_ctl, errmsg)))

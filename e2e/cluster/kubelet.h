@@ -31,6 +31,7 @@
 #include <json-c/linkhash.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -124,6 +125,7 @@ struct fg_sim_kubelets {
     struct fg_sim_node **nodes;
     size_t nnodes;
     unsigned next_net;            /* where the search for a free network number goes on */
+    atomic_bool instances_changed;   /* set by the instances' informer, cleared by the ticker */
     struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
     size_t npods;
     struct lh_table *pod_index;   /* key → pod */

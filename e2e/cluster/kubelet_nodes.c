@@ -363,7 +363,9 @@ static void discover(struct fg_sim_kubelets *k, json_object *instance)
 void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
 {
     struct fg_kobj_list l = { 0 };
-    fg_store_list(fg_informer_store(k->instances), &l);
+    bool changed = fg_informer_has_synced(k->instances) && atomic_exchange(&k->instances_changed, false);
+    if (changed)
+        fg_store_list(fg_informer_store(k->instances), &l);
     json_object **instances = fg_calloc(l.n ? l.n : 1, sizeof *instances);
     size_t ninst = 0;
     for (size_t i = 0; i < l.n; i++)
@@ -372,7 +374,7 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
     fg_kobj_list_cleanup(&l);
 
     pthread_mutex_lock(&k->mu);
-    if (fg_informer_has_synced(k->instances)) {
+    if (changed) {
         for (size_t i = 0; i < ninst; i++)
             discover(k, instances[i]);
         for (size_t i = 0; i < k->nnodes; i++) {
