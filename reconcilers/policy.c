@@ -215,6 +215,6 @@ enum fg_err fg_policy_reconciler_setup(struct fg_manager *m, unsigned workers, c
                                        .seed = seed_builtins };
     err = fg_manager_controller(m, &spec, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, workloads, map_workload, NULL, errmsg);
+        err = fg_manager_watches(c, workloads, map_workload, NULL, NULL, errmsg);
     return err;
 }

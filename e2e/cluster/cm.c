@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/json.h"
 #include "base/log.h"
@@ -23,6 +24,8 @@ static enum fg_err informer(struct fg_sim_cm *cm, const struct fg_kube_resource 
         err = fg_informer_factory_index(f, out->inf, FG_SIM_INDEX_CONTROLLER, fg_sim_index_controller, NULL);
     if (!err)
         err = fg_informer_factory_index(f, out->inf, FG_SIM_INDEX_OWNERS, fg_sim_index_owners, NULL);
+    if (!err)
+        err = fg_informer_factory_decode(f, out->inf, fg_sim_meta_decode, NULL, sizeof(struct fg_sim_meta));
     if (err && !errmsg[0])
         fg_errmsg(errmsg, err, "cannot index %s", res->plural);
     return err;
@@ -113,16 +116,12 @@ json_object *fg_sim_cm_list(const struct fg_sim_cache *c)
 
 void fg_sim_cm_map_controller(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 {
-    const char *kind = ud;
-    json_object *o = parse(obj);
-    json_object *ref = fg_sim_controller_ref(o);
-    const char *name = fg_json_get_str(ref, "name", NULL);
-    if (name && fg_str_eq(fg_json_get_str(ref, "kind", NULL), kind)) {
-        char *key = fg_kobj_make_key(fg_kobj_namespace(obj), name);
+    const struct fg_sim_meta *m = fg_sim_meta(obj);
+    if (m->controller_name[0] && !strcmp(m->controller_kind, ud)) {
+        char *key = fg_kobj_make_key(fg_kobj_namespace(obj), m->controller_name);
         fg_keys_add(out, key);
         free(key);
     }
-    json_object_put(o);
 }
 
 enum fg_err fg_sim_cm_controller(struct fg_sim_cm *cm, const char *name, fg_reconcile_fn *fn, void *ud,

@@ -291,8 +291,8 @@ enum fg_err fg_sim_daemonset_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_sim_cm_controller(cm, "daemonset", reconcile, dc, &cm->daemonsets, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"DaemonSet", errmsg);
+        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"DaemonSet", NULL, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->nodes.inf, map_all, cm, errmsg);
+        err = fg_manager_watches(c, cm->nodes.inf, map_all, cm, NULL, errmsg);
     return err;
 }

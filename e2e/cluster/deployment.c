@@ -422,6 +422,6 @@ enum fg_err fg_sim_deployment_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_sim_cm_controller(cm, "deployment", reconcile, cm, &cm->deployments, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->replicasets.inf, fg_sim_cm_map_controller, (void *)"Deployment", errmsg);
+        err = fg_manager_watches(c, cm->replicasets.inf, fg_sim_cm_map_controller, (void *)"Deployment", NULL, errmsg);
     return err;
 }

@@ -194,13 +194,13 @@ static void map_pod(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 {
     struct fg_sim_cm *cm = ud;
     json_object *pod = NULL;
-    if (fg_kobj_parse(obj, &pod, NULL) != FG_OK)
-        return;
     struct fg_kobj_list l = { 0 };
     fg_store_list(fg_informer_store(cm->services.inf), &l);
     for (size_t i = 0; i < l.n; i++) {
         if (strcmp(fg_kobj_namespace(l.items[i]), fg_kobj_namespace(obj)))
             continue;
+        if (!pod && fg_kobj_parse(obj, &pod, NULL) != FG_OK)
+            break;
         json_object *svc = NULL;
         if (fg_kobj_parse(l.items[i], &svc, NULL) == FG_OK && selects(fg_json_get(svc, "spec", "selector", NULL), pod))
             fg_keys_add(out, fg_kobj_key(l.items[i]));
@@ -215,8 +215,8 @@ enum fg_err fg_sim_endpointslice_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_sim_cm_controller(cm, "endpointslice", reconcile, cm, &cm->services, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, map_pod, cm, errmsg);
+        err = fg_manager_watches(c, cm->pods.inf, map_pod, cm, NULL, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->slices.inf, fg_sim_cm_map_controller, (void *)"Service", errmsg);
+        err = fg_manager_watches(c, cm->slices.inf, fg_sim_cm_map_controller, (void *)"Service", NULL, errmsg);
     return err;
 }

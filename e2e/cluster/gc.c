@@ -353,11 +353,21 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
 
 /* ---- the graph: an event about any object re-checks it, its owners and its dependents ---- */
 
+/* Only a change of the owner references, of being deleted or of the finalizers matters. */
+static bool relevant(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    (void)ud;
+    const struct fg_sim_meta *a = fg_sim_meta(old), *b = fg_sim_meta(obj);
+    return a->owners_digest != b->owners_digest || a->terminating != b->terminating || a->gc_finalizer != b->gc_finalizer;
+}
+
 static void map_related(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 {
     struct gc_kind *k = ud;
     struct gc *gc = k->gc;
-    add_key(out, k->cache, fg_kobj_namespace(obj), fg_kobj_name(obj));
+    const struct fg_sim_meta *m = fg_sim_meta(obj);
+    if (m->owners || (m->terminating && m->gc_finalizer))
+        add_key(out, k->cache, fg_kobj_namespace(obj), fg_kobj_name(obj));
     for (size_t i = 0; i < gc->nkinds; i++) {   /* its dependents, in every cache */
         struct fg_kobj_list deps = { 0 };
         if (fg_store_by_index(fg_informer_store(gc->kinds[i].cache->inf), FG_SIM_INDEX_OWNERS, fg_kobj_uid(obj),
@@ -367,7 +377,7 @@ static void map_related(void *ud, struct fg_kobj *obj, struct fg_keys *out)
         fg_kobj_list_cleanup(&deps);
     }
     json_object *o = NULL;
-    if (fg_kobj_parse(obj, &o, NULL) != FG_OK)
+    if (!m->owners || fg_kobj_parse(obj, &o, NULL) != FG_OK)
         return;
     json_object *refs = fg_json_get(o, "metadata", "ownerReferences", NULL);
     for (size_t i = 0; i < fg_json_array_len(refs); i++) {   /* its owners, when cached */
@@ -483,7 +493,7 @@ enum fg_err fg_sim_gc_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_manager_controller(cm->m, &spec, &c, errmsg);
     for (size_t i = 0; i < gc->nkinds && !err; i++)
-        err = fg_manager_watches(c, gc->kinds[i].cache->inf, map_related, &gc->kinds[i], errmsg);
+        err = fg_manager_watches(c, gc->kinds[i].cache->inf, map_related, &gc->kinds[i], relevant, errmsg);
     if (!err)
         err = fg_manager_add_runnable(cm->m, &(struct fg_runnable){ .name = "gc-custom-resources", .leader_only = true,
                                                                      .start = scanner_start, .stop = scanner_stop,

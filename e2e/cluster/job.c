@@ -259,6 +259,6 @@ enum fg_err fg_sim_job_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_sim_cm_controller(cm, "job", reconcile, jc, &cm->jobs, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"Job", errmsg);
+        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"Job", NULL, errmsg);
     return err;
 }

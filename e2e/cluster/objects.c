@@ -37,6 +37,43 @@ size_t fg_sim_index_owners(void *ud, json_object *obj, const char **values, size
     return n;
 }
 
+static uint32_t fnv32(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; s && *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+void fg_sim_meta_decode(void *ud, json_object *obj, void *value)
+{
+    (void)ud;
+    struct fg_sim_meta *m = value;
+    json_object *ref = fg_sim_controller_ref(obj);
+    snprintf(m->controller_kind, sizeof m->controller_kind, "%s", ref ? fg_json_get_str(ref, "kind", NULL) : "");
+    snprintf(m->controller_name, sizeof m->controller_name, "%s", ref ? fg_json_get_str(ref, "name", NULL) : "");
+    json_object *refs = fg_json_get(obj, "metadata", "ownerReferences", NULL);
+    m->owners = (unsigned)fg_json_array_len(refs);
+    m->owners_digest = refs ? fnv32(json_object_to_json_string_ext(refs, JSON_C_TO_STRING_PLAIN)) : 0;
+    m->terminating = fg_sim_pod_terminating(obj);
+    json_object *fins = fg_json_get(obj, "metadata", "finalizers", NULL);
+    for (size_t i = 0; i < fg_json_array_len(fins); i++) {
+        const char *f = json_object_get_string(json_object_array_get_idx(fins, i));
+        m->gc_finalizer = m->gc_finalizer || fg_str_eq(f, "orphan") || fg_str_eq(f, "foregroundDeletion");
+    }
+    const char *node = fg_json_get_str(obj, "spec", "nodeName", NULL);
+    snprintf(m->node, sizeof m->node, "%s", node ? node : "");
+}
+
+const struct fg_sim_meta *fg_sim_meta(const struct fg_kobj *o)
+{
+    static const struct fg_sim_meta none;
+    const struct fg_sim_meta *m = fg_kobj_value(o);
+    return m ? m : &none;
+}
+
 json_object *fg_sim_controller_ref(json_object *obj)
 {
     json_object *refs = fg_json_get(obj, "metadata", "ownerReferences", NULL);

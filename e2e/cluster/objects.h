@@ -29,6 +29,22 @@
 size_t fg_sim_index_controller(void *ud, json_object *obj, const char **values, size_t max);
 size_t fg_sim_index_owners(void *ud, json_object *obj, const char **values, size_t max);
 
+/* What the controllers' event handlers read of every cached object, decoded once per event into the
+ * object's own allocation (kobj.h's typed value), so that mapping an event to its keys parses
+ * nothing. */
+struct fg_sim_meta {
+    char controller_kind[64];       /* of the controller ownerReference; "" when none */
+    char controller_name[254];
+    unsigned owners;                /* ownerReferences */
+    uint32_t owners_digest;         /* of their text: changes when they do */
+    bool terminating;               /* deletionTimestamp set */
+    bool gc_finalizer;              /* orphan or foregroundDeletion among the finalizers */
+    char node[254];                 /* spec.nodeName of a pod */
+};
+void fg_sim_meta_decode(void *ud, json_object *obj, void *value);
+/* The decoded meta of a cached object (borrowed with it). */
+const struct fg_sim_meta *fg_sim_meta(const struct fg_kobj *o);
+
 /* obj's ownerReference with controller: true (borrowed), or NULL. */
 json_object *fg_sim_controller_ref(json_object *obj);
 /* A new ownerReference to owner (which carries apiVersion and kind, as fg_sim_cm_get's objects do)

@@ -7,6 +7,7 @@
  * deleted.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/json.h"
 #include "base/log.h"
@@ -34,10 +35,15 @@ static bool node_exists(struct fg_sim_cm *cm, const char *node)
 static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
     struct fg_sim_cm *cm = ud;
+    struct fg_kobj *cached = fg_store_get(fg_informer_store(cm->pods.inf), key);
+    bool orphan = cached && fg_sim_meta(cached)->node[0] && !node_exists(cm, fg_sim_meta(cached)->node);
+    fg_kobj_unref(cached);
+    if (!orphan)
+        return fg_reconcile_ok();
     json_object *pod = fg_sim_cm_get(&cm->pods, key);
     const char *node = fg_json_get_str(pod, "spec", "nodeName", NULL);
     enum fg_err err = FG_OK;
-    if (node && *node && !node_exists(cm, node)) {
+    if (node && *node) {
         fg_log_obj(FG_LOG_INFO, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
                    fg_json_get_str(pod, "metadata", "name", NULL), "force-deleting: its node %s is gone", node);
         json_object *opts = json_object_new_object();
@@ -59,6 +65,13 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     return fg_reconcile_error(err);
 }
 
+/* A pod matters when it is bound (its add, or the update that binds it). */
+static bool node_changed(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    (void)ud;
+    return strcmp(fg_sim_meta(old)->node, fg_sim_meta(obj)->node) != 0;
+}
+
 static void map_node_pods(void *ud, struct fg_kobj *node, struct fg_keys *out)
 {
     struct fg_sim_cm *cm = ud;
@@ -75,9 +88,11 @@ enum fg_err fg_sim_podgc_setup(struct fg_sim_cm *cm, char *errmsg)
                                                 fg_index_by_node_name, NULL);
     if (err)
         return fg_errmsg(errmsg, err, "cannot index pods by node");
+    struct fg_controller_spec spec = { .name = "podgc", .kind = "Pod", .workers = cm->workers, .reconcile = reconcile,
+                                       .ud = cm, .primary = cm->pods.inf, .primary_pred = node_changed };
     struct fg_manager_controller *c;
-    err = fg_sim_cm_controller(cm, "podgc", reconcile, cm, &cm->pods, &c, errmsg);
+    err = fg_manager_controller(cm->m, &spec, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->nodes.inf, map_node_pods, cm, errmsg);
+        err = fg_manager_watches(c, cm->nodes.inf, map_node_pods, cm, NULL, errmsg);
     return err;
 }

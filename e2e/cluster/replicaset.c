@@ -198,6 +198,6 @@ enum fg_err fg_sim_replicaset_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_sim_cm_controller(cm, "replicaset", reconcile, rc, &cm->replicasets, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"ReplicaSet", errmsg);
+        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"ReplicaSet", NULL, errmsg);
     return err;
 }

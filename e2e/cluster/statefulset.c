@@ -201,6 +201,6 @@ enum fg_err fg_sim_statefulset_setup(struct fg_sim_cm *cm, char *errmsg)
     struct fg_manager_controller *c;
     enum fg_err err = fg_sim_cm_controller(cm, "statefulset", reconcile, cm, &cm->statefulsets, &c, errmsg);
     if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"StatefulSet", errmsg);
+        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"StatefulSet", NULL, errmsg);
     return err;
 }

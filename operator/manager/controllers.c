@@ -24,6 +24,7 @@ struct watch {
     struct fg_manager_controller *c;
     struct fg_informer *informer;
     fg_map_fn *map;
+    fg_update_pred *pred;
     void *ud;
 };
 
@@ -69,8 +70,9 @@ static void primary_add(void *ud, struct fg_kobj *obj)
 
 static void primary_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
 {
-    (void)old;
-    primary_add(ud, obj);
+    struct fg_manager_controller *c = ud;
+    if (old == obj || !c->spec.primary_pred || c->spec.primary_pred(c->spec.pred_ud, old, obj))
+        primary_add(ud, obj);
 }
 
 static const struct fg_resource_handler primary_handler = { primary_add, primary_update, primary_add };
@@ -83,6 +85,9 @@ static void secondary_add(void *ud, struct fg_kobj *obj)
 
 static void secondary_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
 {
+    struct watch *w = ud;
+    if (old != obj && w->pred && !w->pred(w->ud, old, obj))
+        return;
     if (old != obj)
         secondary_add(ud, old);
     secondary_add(ud, obj);
@@ -250,7 +255,7 @@ enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controll
 }
 
 enum fg_err fg_manager_watches(struct fg_manager_controller *c, struct fg_informer *secondary, fg_map_fn *map,
-                               void *ud, char *errmsg)
+                               void *ud, fg_update_pred *pred, char *errmsg)
 {
     if (!secondary || !map)
         return fg_errmsg(errmsg, FG_E_INVAL, "controller %s: a watch needs an informer and a map function",
@@ -258,7 +263,7 @@ enum fg_err fg_manager_watches(struct fg_manager_controller *c, struct fg_inform
     if (c->m->spent)
         return fg_errmsg(errmsg, FG_E_BUSY, "controller %s: watch added after the manager started", c->spec.name);
     struct watch *w = fg_calloc(1, sizeof *w);
-    *w = (struct watch){ c, secondary, map, ud };
+    *w = (struct watch){ c, secondary, map, pred, ud };
     c->watches = fg_realloc(c->watches, (c->n_watches + 1) * sizeof *c->watches);
     c->watches[c->n_watches++] = w;
     enum fg_err err = fg_informer_add_handler(secondary, &secondary_handler, w);

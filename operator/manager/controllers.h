@@ -42,6 +42,10 @@ void fg_keys_add(struct fg_keys *out, const char *key);
 typedef void fg_map_fn(void *ud, struct fg_kobj *obj, struct fg_keys *out);
 /* Keys to reconcile at each start besides those of the primary objects cached. */
 typedef void fg_seed_fn(void *ud, struct fg_keys *out);
+/* Whether an update of an object (from old to obj, both borrowed) concerns the controller; false drops
+ * the event (controller-runtime's predicates: a pod's status changing need not wake its garbage
+ * collector). Adds, deletes and resyncs (old == obj) always pass. Loop thread. */
+typedef bool fg_update_pred(void *ud, struct fg_kobj *old, struct fg_kobj *obj);
 
 struct fg_controller_spec {
     const char *name;               /* "gpupolicy": log component (with "-controller"), metrics label */
@@ -55,6 +59,8 @@ struct fg_controller_spec {
                                        watched informer is mapped) */
     fg_seed_fn *seed;               /* NULL: none */
     void *seed_ud;
+    fg_update_pred *primary_pred;   /* NULL: every update of a primary object */
+    void *pred_ud;
 };
 
 /* Registers a controller with m (before fg_manager_start). FG_E_INVAL (errmsg) for a spec without
@@ -66,8 +72,9 @@ enum fg_err fg_manager_controller(struct fg_manager *m, const struct fg_controll
  * process that exited, a timer of the component's own) reaches the controller (controller-runtime's
  * source.Channel). Dropped while this replica does not lead. */
 void fg_manager_controller_enqueue(struct fg_manager_controller *c, const char *key);
-/* Reconciles the keys map gives for every event of secondary. FG_E_BUSY once started. */
+/* Reconciles the keys map gives for every event of secondary (updates only when pred, if not NULL,
+ * passes them; pred gets ud too). FG_E_BUSY once started. */
 enum fg_err fg_manager_watches(struct fg_manager_controller *c, struct fg_informer *secondary, fg_map_fn *map,
-                               void *ud, char *errmsg) FG_MUST_USE;
+                               void *ud, fg_update_pred *pred, char *errmsg) FG_MUST_USE;
 
 #endif
