@@ -115,8 +115,13 @@ json_object *fg_resources_to_json(const struct fg_resources *r)
     return o;
 }
 
-/* One container's requests: requests, with a limit standing in for a request it lacks. */
-static enum fg_err container_requests(json_object *c, struct fg_resources *out, char *errmsg)
+/* kube-scheduler's defaults for a container that requests no cpu or memory (NonMissingContainerRequests). */
+#define NONZERO_CPU_MILLI 100ll
+#define NONZERO_MEMORY_MILLI (200ll * 1024 * 1024 * 1000)
+
+/* One container's requests: requests, with a limit standing in for a request it lacks, and with
+ * nonzero, the scoring defaults for cpu and memory still missing. */
+static enum fg_err container_requests(json_object *c, bool nonzero, struct fg_resources *out, char *errmsg)
 {
     struct fg_resources limits;
     enum fg_err err = fg_resources_from_json(fg_json_get(c, "resources", "requests", NULL), out, errmsg);
@@ -125,6 +130,9 @@ static enum fg_err container_requests(json_object *c, struct fg_resources *out, 
     for (size_t i = 0; !err && i < limits.n; i++)
         if (!find(out, limits.v[i].name) && fg_resources_set(out, limits.v[i].name, limits.v[i].milli))
             err = fg_errmsg(errmsg, FG_E_TOO_BIG, "too many resources");
+    if (!err && nonzero && ((!find(out, "cpu") && fg_resources_set(out, "cpu", NONZERO_CPU_MILLI)) ||
+                            (!find(out, "memory") && fg_resources_set(out, "memory", NONZERO_MEMORY_MILLI))))
+        err = fg_errmsg(errmsg, FG_E_TOO_BIG, "too many resources");
     return err;
 }
 
@@ -135,7 +143,7 @@ static enum fg_err named_error(char *errmsg, enum fg_err err, const char *list, 
     return fg_errmsg(errmsg, err, "%s[%zu] (%s): %s", list, i, name ? name : "unnamed", why);
 }
 
-enum fg_err fg_pod_requests(json_object *pod, struct fg_resources *out, char *errmsg)
+static enum fg_err pod_requests(json_object *pod, bool nonzero, struct fg_resources *out, char *errmsg)
 {
     char why[FG_ERRMSG_MAX];
     struct fg_resources one, sidecars = { 0 }, init_peak = { 0 };
@@ -143,7 +151,7 @@ enum fg_err fg_pod_requests(json_object *pod, struct fg_resources *out, char *er
     json_object *containers = fg_json_get(pod, "spec", "containers", NULL);
     for (size_t i = 0; i < fg_json_array_len(containers); i++) {
         json_object *c = json_object_array_get_idx(containers, i);
-        enum fg_err err = container_requests(c, &one, why);
+        enum fg_err err = container_requests(c, nonzero, &one, why);
         if (err)
             return named_error(errmsg, err, "containers", i, c, why);
         fg_resources_sum(out, &one);
@@ -151,7 +159,7 @@ enum fg_err fg_pod_requests(json_object *pod, struct fg_resources *out, char *er
     json_object *inits = fg_json_get(pod, "spec", "initContainers", NULL);
     for (size_t i = 0; i < fg_json_array_len(inits); i++) {
         json_object *c = json_object_array_get_idx(inits, i);
-        enum fg_err err = container_requests(c, &one, why);
+        enum fg_err err = container_requests(c, nonzero, &one, why);
         if (err)
             return named_error(errmsg, err, "initContainers", i, c, why);
         if (fg_str_eq(fg_json_get_str(c, "restartPolicy", NULL), "Always")) {
@@ -170,6 +178,16 @@ enum fg_err fg_pod_requests(json_object *pod, struct fg_resources *out, char *er
         return fg_errmsg(errmsg, err, "overhead: %s", why);
     fg_resources_sum(out, &overhead);
     return FG_OK;
+}
+
+enum fg_err fg_pod_requests(json_object *pod, struct fg_resources *out, char *errmsg)
+{
+    return pod_requests(pod, false, out, errmsg);
+}
+
+enum fg_err fg_pod_requests_nonzero(json_object *pod, struct fg_resources *out, char *errmsg)
+{
+    return pod_requests(pod, true, out, errmsg);
 }
 
 const char *fg_resources_exceeds(const struct fg_resources *request, const struct fg_resources *available)

@@ -57,6 +57,10 @@ json_object *fg_resources_to_json(const struct fg_resources *r);
  * malformed quantity. */
 enum fg_err fg_pod_requests(json_object *pod, struct fg_resources *out, char *errmsg) FG_MUST_USE;
 
+/* fg_pod_requests as kube-scheduler's scoring counts it (its NonMissingContainerRequests): every
+ * container, init containers included, that requests no cpu counts 100m and no memory 200Mi. */
+enum fg_err fg_pod_requests_nonzero(json_object *pod, struct fg_resources *out, char *errmsg) FG_MUST_USE;
+
 /* The first resource that `request` asks for (a positive amount) beyond what `available` holds:
  * its name, borrowed from request, or NULL when everything fits. */
 const char *fg_resources_exceeds(const struct fg_resources *request, const struct fg_resources *available);

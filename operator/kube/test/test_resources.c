@@ -43,6 +43,25 @@ static void test_containers_sum(void **state)
     assert_int_equal(fg_resources_get(&r, "pods"), 0);
 }
 
+static void test_nonzero_defaults(void **state)
+{
+    (void)state;
+    json_object *pod = parse(
+        "{\"spec\":{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"300m\"}}}],"
+        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"50m\"}}},{\"name\":\"b\"},"
+        "{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"0\",\"memory\":\"1Mi\"}}}]}}");
+    struct fg_resources r, plain;
+    assert_int_equal(fg_pod_requests_nonzero(pod, &r, NULL), FG_OK);
+    assert_int_equal(fg_pod_requests(pod, &plain, NULL), FG_OK);
+    /* a: 50m (its limit); b: 100m default; c: an explicit 0 stays 0; the init container's 300m wins */
+    assert_int_equal(fg_resources_get(&r, "cpu"), 300);
+    /* a and b default to 200Mi each, c asks 1Mi; the init container defaults to 200Mi */
+    assert_int_equal(fg_resources_get(&r, "memory"), 401ll * 1024 * 1024 * 1000);
+    assert_int_equal(fg_resources_get(&plain, "cpu"), 300);
+    assert_int_equal(fg_resources_get(&plain, "memory"), 1ll * 1024 * 1024 * 1000);
+    json_object_put(pod);
+}
+
 static void test_init_and_sidecars(void **state)
 {
     (void)state;
@@ -120,6 +139,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_containers_sum), cmocka_unit_test(test_init_and_sidecars),
+        cmocka_unit_test(test_nonzero_defaults),
         cmocka_unit_test(test_bad_quantities), cmocka_unit_test(test_arithmetic),
         cmocka_unit_test(test_json_round_trip),
     };
