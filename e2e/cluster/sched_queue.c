@@ -8,8 +8,9 @@
  *   unschedulable  failed and waiting for a cluster event that may help (fg_sim_sched_queue_move:
  *                  a node added or changed, a pod deleted or finished) or for a minute to pass;
  *                  then to backoff, or straight to active when its backoff is already over.
- * A pod that fails in a cycle during which a move request came goes to backoff rather than
- * unschedulable, as kube's moveRequestCycle makes it, so that no event is lost while it was out.
+ * A pod that fails in a cycle during which a move request for every pod came goes to backoff rather
+ * than unschedulable, as kube's moveRequestCycle makes it, so that no event is lost while it was out
+ * (moves for the pods some filters rejected do not count: a pod bound elsewhere is not news enough).
  * An update of an unschedulable pod that changes its spec or labels moves it too; status writes
  * (this scheduler's own condition) do not.
  *
@@ -249,7 +250,8 @@ void fg_sim_sched_queue_backoff(struct fg_sim_sched_queue *q, struct fg_sim_sche
 
 void fg_sim_sched_queue_move(struct fg_sim_sched_queue *q, unsigned filters, uint64_t now_ns)
 {
-    q->move_cycle = q->cycle;
+    if (!filters)
+        q->move_cycle = q->cycle;
     for (size_t i = q->unschedulable.n; i-- > 0;) {
         struct fg_sim_sched_qpod *e = q->unschedulable.v[i];
         if (!filters || (e->rejected_by & filters))
