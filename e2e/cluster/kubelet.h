@@ -142,6 +142,9 @@ struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name
 /* The next free pod address of node into ip (16 bytes); false when all are taken (mu held). */
 bool fg_sim_node_take_ip(struct fg_sim_node *n, char ip[16]);
 void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip);
+/* Creates directory path and its parents (mode 0755), as `mkdir -p`; failures are left to whoever
+ * uses the directory. */
+void fg_sim_mkdir_p(const char *path);
 
 /* kubelet_pods.c */
 struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key);

@@ -63,10 +63,9 @@ void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip)
         n->ip_used[d] = false;
 }
 
-static void mkdir_p(const char *path)
+void fg_sim_mkdir_p(const char *path)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
+    char *tmp = fg_strdup(path);
     for (char *p = tmp + 1; *p; p++) {
         if (*p == '/') {
             *p = '\0';
@@ -75,6 +74,7 @@ static void mkdir_p(const char *path)
         }
     }
     mkdir(tmp, 0755);
+    free(tmp);
 }
 
 /* Locks network number net machine-wide: the lock file /tmp/fracgpu-sim-net/<net>, held with
@@ -135,14 +135,14 @@ static void install_gpus(struct fg_sim_kubelets *k, struct fg_sim_node *n)
         return;
     char path[PATH_MAX + 64], target[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/usr/lib/nvidia", n->root);
-    mkdir_p(path);
+    fg_sim_mkdir_p(path);
     snprintf(path, sizeof path, "%s/usr/lib/nvidia/libnvidia-ml.so.1", n->root);
     snprintf(target, sizeof target, "%s/libfg_fake_nvml.so", k->lib_dir);
     unlink(path);
     if (symlink(target, path))
         fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot link the NVML library: %s", n->name, strerror(errno));
     snprintf(path, sizeof path, "%s/nvml", n->root);
-    mkdir_p(path);
+    fg_sim_mkdir_p(path);
     json_object *state = json_object_new_object(), *list = json_object_new_array();
     for (int64_t i = 0; i < gpus; i++) {
         json_object *g = json_object_new_object();
@@ -344,7 +344,7 @@ static void discover(struct fg_sim_kubelets *k, json_object *instance)
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         char d[PATH_MAX + 64];
         snprintf(d, sizeof d, "%s/%s", n->root, dirs[i]);
-        mkdir_p(d);
+        fg_sim_mkdir_p(d);
     }
     if (!node_net(k, n)) {
         fg_log(FG_LOG_ERROR, COMPONENT, "instance %s: every loopback network of this machine is taken", name);

@@ -291,27 +291,13 @@ static enum fg_err build_env(struct fg_sim_kubelets *k, struct fg_sim_pod *p, js
 
 /* ---- volumes ---- */
 
-static void mkdir_p(const char *path)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *q = tmp + 1; *q; q++) {
-        if (*q == '/') {
-            *q = '\0';
-            mkdir(tmp, 0755);
-            *q = '/';
-        }
-    }
-    mkdir(tmp, 0755);
-}
-
 static bool write_file(const char *dir, const char *name, const char *data, size_t len)
 {
     char path[PATH_MAX * 2];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     char *slash = strrchr(path, '/');
     *slash = '\0';
-    mkdir_p(path);
+    fg_sim_mkdir_p(path);
     *slash = '/';
     FILE *f = fopen(path, "w");
     if (!f)
@@ -357,7 +343,7 @@ static enum fg_err fill_volume(struct fg_sim_kubelets *k, struct fg_sim_pod *p, 
                                const char *host, char *errmsg)
 {
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
-    mkdir_p(host);
+    fg_sim_mkdir_p(host);
     json_object *v;
     if ((v = fg_json_get(vol, "configMap", NULL)) || (v = fg_json_get(vol, "secret", NULL))) {
         bool secret = fg_json_get(vol, "secret", NULL) != NULL;
@@ -409,7 +395,7 @@ static enum fg_err map_volumes(struct fg_sim_kubelets *k, struct fg_sim_pod *p, 
             snprintf(mt->host, sizeof mt->host, "%s%s", p->node->root, host_path);
             struct stat st;
             if (stat(mt->host, &st) != 0)
-                mkdir_p(mt->host);   /* the simulated host has every directory a pod asks for */
+                fg_sim_mkdir_p(mt->host);   /* the simulated host has every directory a pod asks for */
         } else {
             snprintf(mt->host, sizeof mt->host, "%s/volumes/%s", p->dir, name);
             enum fg_err err = fill_volume(k, p, pod, vol, mt->host, s->errmsg);
@@ -509,7 +495,7 @@ enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, struct fg_sim_pod *p, j
                                      : json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), i - p->ninit);
     struct spawn_plan s = { .errmsg = errmsg };
     enum fg_err err;
-    mkdir_p(p->dir);
+    fg_sim_mkdir_p(p->dir);
     if ((err = write_kubeconfig(k, p, pod, errmsg)) || (err = build_env(k, p, pod, spec, &s)) ||
         (err = map_volumes(k, p, pod, spec, &s)) || (err = build_argv(k, spec, &s)))
         goto out;
