@@ -6,8 +6,9 @@
  * (16 CPU, 64Gi, 110 pods each) and N pending pods of one container requesting 100m CPU. Then the
  * scheduler component starts on a manager of its own, exactly as `fracgpu-sim-cluster component
  * scheduler` builds it (without a client rate limit), and the program waits until the server lists
- * no pod without a node (polled every 100 ms). It prints the time to bind every pod from the
- * manager's start (its informers' lists included), pods bound per second, and the CPU seconds each thread used over that time (from /proc/self/task/TID/stat): the
+ * no pod without a node (polled every 100 ms). It prints when the scheduler's caches had synced (the
+ * initial lists of nodes and pods), the time to bind every pod from the manager's start, pods bound
+ * per second over that time and after the sync, and the CPU seconds each thread used over that time (from /proc/self/task/TID/stat): the
  * server's thread, the threads the scheduler's manager started (its loop, where informer events
  * are decoded, the scheduling thread and the binding writers), and the rest (this program's polling
  * and the harness's idle manager).
@@ -166,7 +167,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "scheduler: %s\n", errmsg);
         return 1;
     }
+    while (!fg_informer_factory_synced(fg_manager_informers(m)) && fg_clock_mono_ns() - start < 600 * FG_NS_PER_S) {
+        struct timespec ts = { 0, 5 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
     double synced_s = (double)(fg_clock_mono_ns() - start) / 1e9;
+    printf("caches synced in %.2f s (lists of the nodes and pods, decoded)\n", synced_s);
+    fflush(stdout);
     long left;
     while ((left = pending(&h)) != 0 && fg_clock_mono_ns() - start < 600 * FG_NS_PER_S) {
         struct timespec ts = { 0, 100 * 1000 * 1000 };
@@ -176,8 +183,8 @@ int main(int argc, char **argv)
     size_t nafter = threads(after, MAX_THREADS);
     if (left)
         printf("gave up with pods unbound\n");
-    printf("manager started in %.2f s; %u pods bound in %.2f s from its start: %.0f pods/s\n", synced_s, pods,
-           total_s, (double)pods / total_s);
+    printf("%u pods bound in %.2f s from the start: %.0f pods/s (%.0f pods/s after the sync)\n", pods, total_s,
+           (double)pods / total_s, (double)pods / (total_s - synced_s));
 
     double server = 0, scheduler = 0, other = 0;
     printf("CPU seconds by thread over that time:\n");

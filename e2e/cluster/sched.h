@@ -79,6 +79,11 @@ struct fg_sim_sched_pod {
     int64_t nonzero_cpu, nonzero_memory;     /* with kube's defaults for containers that set none */
     struct fg_sim_sched_port *ports;        /* host ports */
     size_t nports;
+    /* read once, for the filters' fast paths */
+    json_object *tolerations;       /* borrowed from obj, or NULL */
+    bool node_constraints;          /* a nodeSelector or required node affinity to check */
+    int64_t storage;                /* ephemeral-storage requested (milli) */
+    bool extended;                  /* requests a resource other than cpu, memory, ephemeral-storage */
     struct fg_sim_sched_terms affinity, anti_affinity, preferred_affinity, preferred_anti_affinity;
     bool gated, terminating, finished, preempt_never;
     bool terminating_by_preemption; /* deleted, with condition DisruptionTarget reason PreemptionByScheduler */
@@ -105,6 +110,8 @@ struct fg_sim_sched_node {
     char *name;
     json_object *obj;               /* owned: the Node (labels, taints) with status.allocatable */
     json_object *taints;            /* owned: spec.taints plus the taint of a node that is not Ready */
+    bool hard_taints;               /* some taint of effect NoSchedule or NoExecute */
+    bool soft_taints;               /* some taint of effect PreferNoSchedule */
     bool listed;                    /* the Node exists (else a placeholder holding pods bound to it) */
     size_t index;                   /* in the snapshot's node list, when listed */
     bool unschedulable;
@@ -330,7 +337,7 @@ struct fg_sim_sched_qpod {
     int where;                          /* which part of the queue holds it (sched_queue.c) */
     size_t heap;                        /* its index there */
     unsigned attempts;
-    uint64_t last_attempt_ns, backoff_until_ns, unschedulable_since_ns;
+    uint64_t backoff_until_ns, unschedulable_since_ns;
     uint64_t cycle;                     /* the cycle that last popped it */
     unsigned rejected_by;               /* filters that rejected it last */
     /* what was last written about it, so that the condition only changes with its message */

@@ -52,11 +52,6 @@ static void fail(struct fg_sim_sched_status *st, enum fg_sim_sched_code code, un
     fg_sim_sched_status_add(st, "%s", reason);
 }
 
-static json_object *tolerations(const struct fg_sim_sched_pod *pod)
-{
-    return fg_json_get(pod->obj, "spec", "tolerations", NULL);
-}
-
 static void node_unschedulable(const struct fg_sim_sched_pod *pod, const struct fg_sim_sched_node *n,
                                struct fg_sim_sched_status *st)
 {
@@ -67,7 +62,7 @@ static void node_unschedulable(const struct fg_sim_sched_pod *pod, const struct 
     fg_json_set_str(taint, "effect", "NoSchedule");
     json_object *taints = json_object_new_array();
     json_object_array_add(taints, taint);
-    if (fg_untolerated_taint(taints, tolerations(pod), false))
+    if (fg_untolerated_taint(taints, pod->tolerations, false))
         fail(st, FG_SIM_SCHED_UNRESOLVABLE, FG_SIM_SCHED_NODE_UNSCHEDULABLE, "node(s) were unschedulable");
     json_object_put(taints);
 }
@@ -81,7 +76,7 @@ static void node_name(const struct fg_sim_sched_pod *pod, const struct fg_sim_sc
 static void taint_toleration(const struct fg_sim_sched_pod *pod, const struct fg_sim_sched_node *n,
                              struct fg_sim_sched_status *st)
 {
-    json_object *taint = fg_untolerated_taint(n->taints, tolerations(pod), false);
+    json_object *taint = n->hard_taints ? fg_untolerated_taint(n->taints, pod->tolerations, false) : NULL;
     if (!taint)
         return;
     const char *value = fg_json_get_str(taint, "value", NULL);
@@ -94,7 +89,7 @@ static void taint_toleration(const struct fg_sim_sched_pod *pod, const struct fg
 static void node_affinity(const struct fg_sim_sched_pod *pod, const struct fg_sim_sched_node *n,
                           struct fg_sim_sched_status *st)
 {
-    if (!fg_node_matches_pod(pod->obj, n->obj))
+    if (pod->node_constraints && !fg_node_matches_pod(pod->obj, n->obj))
         fail(st, FG_SIM_SCHED_UNRESOLVABLE, FG_SIM_SCHED_NODE_AFFINITY, "node(s) didn't match Pod's node affinity/selector");
 }
 
@@ -138,11 +133,10 @@ static void resources_fit(const struct fg_sim_sched_pod *pod, const struct fg_si
         insufficient(st, "cpu", pod->cpu, n->alloc_cpu);
     if (pod->memory > 0 && pod->memory > n->alloc_memory - n->req_memory)
         insufficient(st, "memory", pod->memory, n->alloc_memory);
-    int64_t storage = fg_resources_get(&pod->requests, "ephemeral-storage");
-    int64_t storage_alloc = storage > 0 ? fg_resources_get(&n->allocatable, "ephemeral-storage") : 0;
-    if (storage > 0 && storage > storage_alloc - fg_resources_get(&n->requested, "ephemeral-storage"))
-        insufficient(st, "ephemeral-storage", storage, storage_alloc);
-    for (size_t i = 0; i < pod->requests.n; i++) {
+    int64_t storage_alloc = pod->storage > 0 ? fg_resources_get(&n->allocatable, "ephemeral-storage") : 0;
+    if (pod->storage > 0 && pod->storage > storage_alloc - fg_resources_get(&n->requested, "ephemeral-storage"))
+        insufficient(st, "ephemeral-storage", pod->storage, storage_alloc);
+    for (size_t i = 0; pod->extended && i < pod->requests.n; i++) {
         const struct fg_resource_amount *r = &pod->requests.v[i];
         if (r->milli <= 0 || !strcmp(r->name, "cpu") || !strcmp(r->name, "memory") ||
             !strcmp(r->name, "ephemeral-storage") || !strcmp(r->name, "pods"))

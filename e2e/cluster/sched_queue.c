@@ -227,7 +227,6 @@ struct fg_sim_sched_qpod *fg_sim_sched_queue_pop(struct fg_sim_sched_queue *q, u
     detach(q, e);
     e->cycle = ++q->cycle;
     e->attempts++;
-    e->last_attempt_ns = now_ns;
     return e;
 }
 

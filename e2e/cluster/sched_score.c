@@ -92,7 +92,6 @@ void fg_sim_sched_score_nodes(const struct fg_sim_sched_cycle *c, struct fg_sim_
                               struct fg_sim_sched_score *out)
 {
     const struct fg_sim_sched_pod *pod = c->pod;
-    json_object *tolerations = fg_json_get(pod->obj, "spec", "tolerations", NULL);
     bool preferred_nodes = fg_json_get(pod->obj, "spec", "affinity", "nodeAffinity",
                                        "preferredDuringSchedulingIgnoredDuringExecution", NULL) != NULL;
     int64_t *node_affinity = fg_calloc(n ? n : 1, sizeof *node_affinity);
@@ -103,7 +102,7 @@ void fg_sim_sched_score_nodes(const struct fg_sim_sched_cycle *c, struct fg_sim_
         out[i].fit = least_allocated(pod, feasible[i]);
         out[i].balanced = balanced_allocation(pod, feasible[i]);
         node_affinity[i] = preferred_nodes ? fg_node_preferred_affinity(pod->obj, feasible[i]->obj) : 0;
-        taints[i] = fg_untolerated_prefer_no_schedule(feasible[i]->taints, tolerations);
+        taints[i] = feasible[i]->soft_taints ? fg_untolerated_prefer_no_schedule(feasible[i]->taints, pod->tolerations) : 0;
     }
     normalize(node_affinity, n, false);
     normalize(taints, n, true);

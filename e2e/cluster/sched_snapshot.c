@@ -117,6 +117,17 @@ static enum fg_err decode_pod(struct fg_sim_sched_pod *p, char *errmsg)
         return fg_errmsg(errmsg, FG_E_PARSE, "pod %s: %s", p->key, why);
     p->cpu = fg_resources_get(&p->requests, "cpu");
     p->memory = bytes(fg_resources_get(&p->requests, "memory"));
+    p->storage = fg_resources_get(&p->requests, "ephemeral-storage");
+    for (size_t i = 0; i < p->requests.n; i++)
+        if (p->requests.v[i].milli > 0 && strcmp(p->requests.v[i].name, "cpu") &&
+            strcmp(p->requests.v[i].name, "memory") && strcmp(p->requests.v[i].name, "ephemeral-storage") &&
+            strcmp(p->requests.v[i].name, "pods"))
+            p->extended = true;
+    p->tolerations = fg_json_get(o, "spec", "tolerations", NULL);
+    json_object *selector = fg_json_get(o, "spec", "nodeSelector", NULL);
+    p->node_constraints = (json_object_is_type(selector, json_type_object) && json_object_object_length(selector)) ||
+                          fg_json_get(o, "spec", "affinity", "nodeAffinity",
+                                      "requiredDuringSchedulingIgnoredDuringExecution", NULL);
     p->nonzero_cpu = fg_resources_get(&nonzero, "cpu");
     p->nonzero_memory = bytes(fg_resources_get(&nonzero, "memory"));
     read_ports(p);
@@ -268,6 +279,12 @@ enum fg_err fg_sim_sched_node_set(struct fg_sim_sched_snapshot *s, json_object *
     n->obj = node;
     n->taints = taints;
     n->unschedulable = cordoned;
+    n->hard_taints = n->soft_taints = false;
+    for (size_t i = 0; i < fg_json_array_len(taints); i++) {
+        const char *effect = fg_json_get_str(json_object_array_get_idx(taints, i), "effect", NULL);
+        n->soft_taints |= fg_str_eq(effect, "PreferNoSchedule");
+        n->hard_taints |= fg_str_eq(effect, "NoSchedule") || fg_str_eq(effect, "NoExecute");
+    }
     n->allocatable = alloc;
     n->alloc_cpu = fg_resources_get(&alloc, "cpu");
     n->alloc_memory = bytes(fg_resources_get(&alloc, "memory"));

@@ -99,7 +99,7 @@ static bool eligible(const struct constraint *c, const struct fg_sim_sched_pod *
 {
     if (c->honor_affinity && !fg_node_matches_pod(pod->obj, n->obj))
         return false;
-    return !c->honor_taints || !fg_untolerated_taint(n->taints, fg_json_get(pod->obj, "spec", "tolerations", NULL), false);
+    return !c->honor_taints || !fg_untolerated_taint(n->taints, pod->tolerations, false);
 }
 
 static void count(json_object *counts, const char *value, int64_t delta)

@@ -17,7 +17,7 @@
 #define COMPONENT "default-scheduler"
 #define MAX_WORKERS 32
 
-enum job_kind { JOB_BIND, JOB_UNSCHEDULABLE, JOB_FAILED_EVENT, JOB_PREEMPT, JOB_CLEAR };
+enum job_kind { JOB_BIND, JOB_UNSCHEDULABLE, JOB_FAILED_EVENT, JOB_PREEMPT };
 
 struct job {
     struct job *next;
@@ -253,7 +253,6 @@ static void run(struct fg_sim_sched_writer *w, const struct job *j)
     case JOB_UNSCHEDULABLE: do_unschedulable(w, j); break;
     case JOB_FAILED_EVENT: event(w, j, "Warning", "FailedScheduling", j->message); break;
     case JOB_PREEMPT: do_preempt(w, j); break;
-    case JOB_CLEAR: do_unschedulable(w, j); break;
     }
 }
 
@@ -386,7 +385,7 @@ void fg_sim_sched_write_preempt(struct fg_sim_sched_writer *w, const struct fg_s
 
 void fg_sim_sched_write_clear_nomination(struct fg_sim_sched_writer *w, const struct fg_sim_sched_pod *pod)
 {
-    struct job *j = job_new(JOB_CLEAR, pod);
+    struct job *j = job_new(JOB_UNSCHEDULABLE, pod);
     j->nominate = true;
     j->node = fg_strdup("");
     submit(w, j);

@@ -63,7 +63,6 @@ static const char *const pdb_fields[] = { "spec.selector", "status.disruptionsAl
 
 struct scheduler {
     struct fg_manager *m;
-    struct fg_informer *nodes, *pods, *pdbs;
     struct fg_sim_sched_writer *writer;
     pthread_mutex_t mu;
     pthread_cond_t wake;
@@ -411,11 +410,12 @@ static void scheduler_free(void *ud)
 }
 
 static enum fg_err informer(struct scheduler *s, const struct fg_kube_resource *res, const char *const *fields,
-                            const struct fg_resource_handler *h, struct fg_informer **out, char *errmsg)
+                            const struct fg_resource_handler *h, char *errmsg)
 {
     struct fg_informer_want want = { .resource = res, .fields = fields };
-    enum fg_err err = fg_informer_factory_get(fg_manager_informers(s->m), &want, out, errmsg);
-    if (!err && (err = fg_informer_add_handler(*out, h, s)))
+    struct fg_informer *inf = NULL;
+    enum fg_err err = fg_informer_factory_get(fg_manager_informers(s->m), &want, &inf, errmsg);
+    if (!err && (err = fg_informer_add_handler(inf, h, s)))
         fg_errmsg(errmsg, err, "cannot watch %s", res->plural);
     return err;
 }
@@ -436,9 +436,9 @@ enum fg_err fg_sim_scheduler_setup(struct fg_manager *m, const struct fg_sim_con
     static const struct fg_resource_handler pods = { pod_add, pod_update, pod_delete };
     static const struct fg_resource_handler pdbs = { pdb_add, pdb_update, pdb_delete };
     enum fg_err err;
-    if ((err = informer(s, &fg_kube_nodes, node_fields, &nodes, &s->nodes, errmsg)) ||
-        (err = informer(s, &fg_kube_pods, pod_fields, &pods, &s->pods, errmsg)) ||
-        (err = informer(s, &fg_kube_poddisruptionbudgets, pdb_fields, &pdbs, &s->pdbs, errmsg)))
+    if ((err = informer(s, &fg_kube_nodes, node_fields, &nodes, errmsg)) ||
+        (err = informer(s, &fg_kube_pods, pod_fields, &pods, errmsg)) ||
+        (err = informer(s, &fg_kube_poddisruptionbudgets, pdb_fields, &pdbs, errmsg)))
         return err;
     return fg_manager_add_runnable(m, &(struct fg_runnable){ .name = "default-scheduler", .leader_only = true,
                                                               .start = start, .stop = stop, .ud = s });
