@@ -95,17 +95,19 @@ static void submit(struct fg_sim_sched_writer *w, struct job *j)
 
 /* ---- the writes ---- */
 
-static json_object *involved(const struct job *j)
+/* {apiVersion: v1, kind, metadata} naming the job's pod: the Event's involved object (with the
+ * pod's resourceVersion) or a Binding (without, as kube's binder sends it). */
+static json_object *about(const struct job *j, const char *kind, bool with_rv)
 {
     json_object *o = json_object_new_object();
     fg_json_set_str(o, "apiVersion", "v1");
-    fg_json_set_str(o, "kind", "Pod");
+    fg_json_set_str(o, "kind", kind);
     json_object *meta = fg_json_ensure_obj(o, "metadata");
     fg_json_set_str(meta, "namespace", j->ns);
     fg_json_set_str(meta, "name", j->name);
     if (j->uid)
         fg_json_set_str(meta, "uid", j->uid);
-    if (j->rv)
+    if (with_rv && j->rv)
         fg_json_set_str(meta, "resourceVersion", j->rv);
     return o;
 }
@@ -113,7 +115,7 @@ static json_object *involved(const struct job *j)
 static void event(struct fg_sim_sched_writer *w, const struct job *j, const char *type, const char *reason,
                   const char *message)
 {
-    json_object *obj = involved(j);
+    json_object *obj = about(j, "Pod", true);
     struct fg_kube_event ev = { type, reason, message, COMPONENT, NULL };
     enum fg_err err = fg_kube_event_emit(w->client, obj, &ev);
     if (err)
@@ -164,14 +166,7 @@ static void log_failure(const struct job *j, const char *what, enum fg_err err, 
 
 static void do_bind(struct fg_sim_sched_writer *w, const struct job *j)
 {
-    json_object *b = json_object_new_object();
-    fg_json_set_str(b, "apiVersion", "v1");
-    fg_json_set_str(b, "kind", "Binding");
-    json_object *meta = fg_json_ensure_obj(b, "metadata");
-    fg_json_set_str(meta, "namespace", j->ns);
-    fg_json_set_str(meta, "name", j->name);
-    if (j->uid)
-        fg_json_set_str(meta, "uid", j->uid);
+    json_object *b = about(j, "Binding", false);
     json_object *target = fg_json_ensure_obj(b, "target");
     fg_json_set_str(target, "apiVersion", "v1");
     fg_json_set_str(target, "kind", "Node");

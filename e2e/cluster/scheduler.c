@@ -61,6 +61,17 @@ static const char *const pod_fields[] = {
 };
 static const char *const pdb_fields[] = { "spec.selector", "status.disruptionsAllowed", "status.disruptedPods", NULL };
 
+struct scheduler;
+
+/* What one informer's events do: an add or update decodes the new object outside the lock (decode
+ * NULL: the parsed JSON as is) and applies it under mu; a delete removes it under mu. */
+struct watch {
+    struct scheduler *s;
+    void *(*decode)(json_object *json);                 /* takes json; NULL: ignore the object */
+    void (*apply)(struct scheduler *s, void *decoded);  /* takes decoded */
+    void (*remove)(struct scheduler *s, struct fg_kobj *obj);
+};
+
 struct scheduler {
     struct fg_manager *m;
     struct fg_sim_sched_writer *writer;
@@ -71,13 +82,8 @@ struct scheduler {
     uint64_t rng;
     pthread_t thread;
     bool running, stop;
+    struct watch nodes, pods, pdbs;
 };
-
-static json_object *parse(struct fg_kobj *o)
-{
-    json_object *obj = NULL;
-    return fg_kobj_parse(o, &obj, NULL) == FG_OK ? obj : NULL;
-}
 
 /* Retries unschedulable pods (those `filters` rejected; 0: all) and wakes the scheduling thread. mu held. */
 static void move(struct scheduler *s, unsigned filters)
@@ -88,39 +94,19 @@ static void move(struct scheduler *s, unsigned filters)
 
 /* ---- nodes ---- */
 
-static void node_upsert(void *ud, struct fg_kobj *obj)
+static void node_apply(struct scheduler *s, void *node)
 {
-    struct scheduler *s = ud;
-    json_object *node = parse(obj);
     char errmsg[FG_ERRMSG_MAX];
     bool changed = false;
-    if (!node)
-        return;
-    pthread_mutex_lock(&s->mu);
     if (fg_sim_sched_node_set(&s->snap, node, &changed, errmsg))
         fg_log(FG_LOG_WARN, COMPONENT, "node ignored: %s", errmsg);
     else if (changed)
         move(s, 0);
-    pthread_mutex_unlock(&s->mu);
 }
 
-static void node_add(void *ud, struct fg_kobj *obj)
+static void node_remove(struct scheduler *s, struct fg_kobj *obj)
 {
-    node_upsert(ud, obj);
-}
-
-static void node_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
-{
-    (void)old;
-    node_upsert(ud, obj);
-}
-
-static void node_delete(void *ud, struct fg_kobj *obj)
-{
-    struct scheduler *s = ud;
-    pthread_mutex_lock(&s->mu);
     fg_sim_sched_node_remove(&s->snap, fg_kobj_name(obj));
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- pods ---- */
@@ -163,82 +149,78 @@ static void pod_pending(struct scheduler *s, struct fg_sim_sched_pod *pod)
     pthread_cond_signal(&s->wake);
 }
 
-static void pod_upsert(void *ud, struct fg_kobj *obj)
+static void *pod_decode(json_object *json)
 {
-    struct scheduler *s = ud;
-    json_object *json = parse(obj);
     struct fg_sim_sched_pod *pod = NULL;
     char errmsg[FG_ERRMSG_MAX];
-    if (!json)
-        return;
     if (fg_sim_sched_pod_new(json, &pod, errmsg)) {
         fg_log(FG_LOG_WARN, COMPONENT, "pod ignored: %s", errmsg);
-        return;
+        return NULL;
     }
-    pthread_mutex_lock(&s->mu);
+    return pod;
+}
+
+static void pod_apply(struct scheduler *s, void *decoded)
+{
+    struct fg_sim_sched_pod *pod = decoded;
     if (pod->node_name && *pod->node_name)
         pod_bound(s, pod);
     else
         pod_pending(s, pod);
-    pthread_mutex_unlock(&s->mu);
     fg_sim_sched_pod_unref(pod);
 }
 
-static void pod_add(void *ud, struct fg_kobj *obj)
+static void pod_remove(struct scheduler *s, struct fg_kobj *obj)
 {
-    pod_upsert(ud, obj);
-}
-
-static void pod_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
-{
-    (void)old;
-    pod_upsert(ud, obj);
-}
-
-static void pod_delete(void *ud, struct fg_kobj *obj)
-{
-    struct scheduler *s = ud;
     const char *key = fg_kobj_key(obj);
-    pthread_mutex_lock(&s->mu);
     struct fg_sim_sched_qpod *e = fg_sim_sched_queue_get(&s->queue, key);
     if (e)
         fg_sim_sched_nominate(&s->snap, e->pod, NULL);
     fg_sim_sched_queue_remove(&s->queue, key);
     if (fg_sim_sched_unplace(&s->snap, key))
         move(s, 0);
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- budgets ---- */
 
-static void pdb_upsert(void *ud, struct fg_kobj *obj)
+static void pdb_apply(struct scheduler *s, void *pdb)
 {
-    struct scheduler *s = ud;
-    json_object *pdb = parse(obj);
-    if (!pdb)
-        return;
-    pthread_mutex_lock(&s->mu);
     fg_sim_sched_pdb_set(&s->snap, pdb);
-    pthread_mutex_unlock(&s->mu);
 }
 
-static void pdb_add(void *ud, struct fg_kobj *obj)
+static void pdb_remove(struct scheduler *s, struct fg_kobj *obj)
 {
-    pdb_upsert(ud, obj);
+    fg_sim_sched_pdb_remove(&s->snap, fg_kobj_key(obj));
 }
 
-static void pdb_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+/* ---- the informers' events ---- */
+
+static void on_add(void *ud, struct fg_kobj *obj)
+{
+    struct watch *w = ud;
+    json_object *json = NULL;
+    if (fg_kobj_parse(obj, &json, NULL) != FG_OK)
+        return;
+    void *decoded = w->decode ? w->decode(json) : json;
+    if (!decoded)
+        return;
+    pthread_mutex_lock(&w->s->mu);
+    w->apply(w->s, decoded);
+    pthread_mutex_unlock(&w->s->mu);
+}
+
+static void on_update(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
 {
     (void)old;
-    pdb_upsert(ud, obj);
+    on_add(ud, obj);
 }
 
-static void pdb_delete(void *ud, struct fg_kobj *obj)
+static void on_delete(void *ud, struct fg_kobj *obj)
 {
-    struct scheduler *s = ud;
-    pthread_mutex_lock(&s->mu);
-    fg_sim_sched_pdb_remove(&s->snap, fg_kobj_key(obj));
-    pthread_mutex_unlock(&s->mu);
+    struct watch *w = ud;
+    pthread_mutex_lock(&w->s->mu);
+    w->remove(w->s, obj);
+    pthread_mutex_unlock(&w->s->mu);
 }
 
 /* ---- the cycle's outcome ---- */
@@ -409,13 +391,14 @@ static void scheduler_free(void *ud)
     free(s);
 }
 
-static enum fg_err informer(struct scheduler *s, const struct fg_kube_resource *res, const char *const *fields,
-                            const struct fg_resource_handler *h, char *errmsg)
+static enum fg_err informer(struct fg_manager *m, const struct fg_kube_resource *res, const char *const *fields,
+                            struct watch *w, char *errmsg)
 {
+    static const struct fg_resource_handler handler = { on_add, on_update, on_delete };
     struct fg_informer_want want = { .resource = res, .fields = fields };
     struct fg_informer *inf = NULL;
-    enum fg_err err = fg_informer_factory_get(fg_manager_informers(s->m), &want, &inf, errmsg);
-    if (!err && (err = fg_informer_add_handler(inf, h, s)))
+    enum fg_err err = fg_informer_factory_get(fg_manager_informers(m), &want, &inf, errmsg);
+    if (!err && (err = fg_informer_add_handler(inf, &handler, w)))
         fg_errmsg(errmsg, err, "cannot watch %s", res->plural);
     return err;
 }
@@ -432,13 +415,13 @@ enum fg_err fg_sim_scheduler_setup(struct fg_manager *m, const struct fg_sim_con
     s->rng = fg_clock_real_ns() | 1;
     s->writer = fg_sim_sched_writer_new(fg_manager_client(m), WRITERS, bind_failed, s);
     fg_manager_on_free(m, scheduler_free, s);
-    static const struct fg_resource_handler nodes = { node_add, node_update, node_delete };
-    static const struct fg_resource_handler pods = { pod_add, pod_update, pod_delete };
-    static const struct fg_resource_handler pdbs = { pdb_add, pdb_update, pdb_delete };
+    s->nodes = (struct watch){ s, NULL, node_apply, node_remove };
+    s->pods = (struct watch){ s, pod_decode, pod_apply, pod_remove };
+    s->pdbs = (struct watch){ s, NULL, pdb_apply, pdb_remove };
     enum fg_err err;
-    if ((err = informer(s, &fg_kube_nodes, node_fields, &nodes, errmsg)) ||
-        (err = informer(s, &fg_kube_pods, pod_fields, &pods, errmsg)) ||
-        (err = informer(s, &fg_kube_poddisruptionbudgets, pdb_fields, &pdbs, errmsg)))
+    if ((err = informer(m, &fg_kube_nodes, node_fields, &s->nodes, errmsg)) ||
+        (err = informer(m, &fg_kube_pods, pod_fields, &s->pods, errmsg)) ||
+        (err = informer(m, &fg_kube_poddisruptionbudgets, pdb_fields, &s->pdbs, errmsg)))
         return err;
     return fg_manager_add_runnable(m, &(struct fg_runnable){ .name = "default-scheduler", .leader_only = true,
                                                               .start = start, .stop = stop, .ud = s });

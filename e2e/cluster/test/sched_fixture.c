@@ -13,6 +13,21 @@
 #include "base/json.h"
 #include "base/mem.h"
 
+int fixture_setup(void **state)
+{
+    struct fg_sim_sched_snapshot *s = test_malloc(sizeof *s);
+    fg_sim_sched_snapshot_init(s);
+    *state = s;
+    return 0;
+}
+
+int fixture_teardown(void **state)
+{
+    fg_sim_sched_snapshot_cleanup(*state);
+    test_free(*state);
+    return 0;
+}
+
 json_object *fixture_json(const char *text)
 {
     char *s = fg_strdup(text);
@@ -85,6 +100,12 @@ struct fg_sim_sched_pod *fixture_pod(const char *name, const char *cpu, const ch
 void fixture_place(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, const char *node)
 {
     fg_sim_sched_place(s, pod, node);
+    fg_sim_sched_pod_unref(pod);
+}
+
+void fixture_nominate(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, const char *node)
+{
+    fg_sim_sched_nominate(s, pod, node);
     fg_sim_sched_pod_unref(pod);
 }
 

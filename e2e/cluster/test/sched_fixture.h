@@ -13,6 +13,9 @@
 
 #include "e2e/cluster/sched.h"
 
+/* cmocka setup and teardown: *state is a new empty snapshot. */
+int fixture_setup(void **state);
+int fixture_teardown(void **state);
 /* JSON from text in which ' stands for " (fails the test on a syntax error). */
 json_object *fixture_json(const char *text);
 /* Adds a Ready node with allocatable cpu, memory and pods, labelled kubernetes.io/hostname=name,
@@ -25,6 +28,8 @@ struct fg_sim_sched_pod *fixture_pod(const char *name, const char *cpu, const ch
                                      const char *extra);
 /* Places a new pod on node (and drops the caller's reference). */
 void fixture_place(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, const char *node);
+/* Nominates a new pod to node (and drops the caller's reference). */
+void fixture_nominate(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, const char *node);
 /* Runs one cycle for pod with seed 1; r is filled (the caller cleans it up). Returns the chosen
  * node's name or NULL. */
 const char *fixture_schedule(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod,

@@ -12,21 +12,6 @@
 #include "e2e/cluster/sched.h"
 #include "e2e/cluster/test/sched_fixture.h"
 
-static int setup(void **state)
-{
-    struct fg_sim_sched_snapshot *s = test_malloc(sizeof *s);
-    fg_sim_sched_snapshot_init(s);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fg_sim_sched_snapshot_cleanup(*state);
-    test_free(*state);
-    return 0;
-}
-
 /* Schedules pod (dropping the reference) and checks that it fits nowhere with exactly `message`. */
 static void expect_message(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, const char *message)
 {
@@ -297,9 +282,7 @@ static void test_nominated_room_reserved(void **state)
     struct fg_sim_sched_snapshot *s = *state;
     fixture_node(s, "n", "2", "4Gi", 110, NULL);
     fixture_place(s, fixture_pod("there", "1", NULL, 100, NULL), "n");
-    struct fg_sim_sched_pod *nominated = fixture_pod("big", "1", NULL, 10, NULL);
-    fg_sim_sched_nominate(s, nominated, "n");
-    fg_sim_sched_pod_unref(nominated);
+    fixture_nominate(s, fixture_pod("big", "1", NULL, 10, NULL), "n");
     expect_message(s, fixture_pod("low", "1", NULL, 5, NULL),
                    "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No "
                    "preemption victims found for incoming pod.");
@@ -313,20 +296,20 @@ static void test_nominated_room_reserved(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_no_nodes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_message_unresolvable_everywhere, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_message_no_victims, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reasons_sorted_as_strings, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unschedulable_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_taints, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_not_ready, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_node_affinity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_host_ports, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_resources, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_other_schedulers_counted, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pod_affinity, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_topology_spread, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nominated_room_reserved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_nodes, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_message_unresolvable_everywhere, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_message_no_victims, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_reasons_sorted_as_strings, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_unschedulable_node, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_taints, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_not_ready, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_node_affinity, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_host_ports, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_resources, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_other_schedulers_counted, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_pod_affinity, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_topology_spread, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_nominated_room_reserved, fixture_setup, fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,21 +12,6 @@
 #include "e2e/cluster/sched.h"
 #include "e2e/cluster/test/sched_fixture.h"
 
-static int setup(void **state)
-{
-    struct fg_sim_sched_snapshot *s = test_malloc(sizeof *s);
-    fg_sim_sched_snapshot_init(s);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fg_sim_sched_snapshot_cleanup(*state);
-    test_free(*state);
-    return 0;
-}
-
 /* Runs a cycle for pod (reference dropped); the pod must not fit now. */
 static void preempt(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, struct fg_sim_sched_result *r)
 {
@@ -151,9 +136,7 @@ static void test_demotes_lower_nominations(void **state)
     struct fg_sim_sched_snapshot *s = *state;
     fixture_node(s, "n", "2", "8Gi", 110, NULL);
     fixture_place(s, fixture_pod("low", "2", NULL, 0, NULL), "n");
-    struct fg_sim_sched_pod *mid = fixture_pod("mid", "1", NULL, 5, NULL);
-    fg_sim_sched_nominate(s, mid, "n");
-    fg_sim_sched_pod_unref(mid);
+    fixture_nominate(s, fixture_pod("mid", "1", NULL, 5, NULL), "n");
     struct fg_sim_sched_result r;
     preempt(s, fixture_pod("top", "1", NULL, 10, NULL), &r);
     assert_victims(&r, "n", (const char *[]){ "low" }, 1);
@@ -186,12 +169,12 @@ static void test_no_candidate(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_victims_minimal, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_node_choice, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_budgets, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_not_eligible, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_demotes_lower_nominations, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_candidate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_victims_minimal, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_node_choice, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_budgets, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_not_eligible, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_demotes_lower_nominations, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_no_candidate, fixture_setup, fixture_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

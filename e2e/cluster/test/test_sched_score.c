@@ -12,21 +12,6 @@
 #include "e2e/cluster/sched.h"
 #include "e2e/cluster/test/sched_fixture.h"
 
-static int setup(void **state)
-{
-    struct fg_sim_sched_snapshot *s = test_malloc(sizeof *s);
-    fg_sim_sched_snapshot_init(s);
-    *state = s;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    fg_sim_sched_snapshot_cleanup(*state);
-    test_free(*state);
-    return 0;
-}
-
 /* Scores every listed node for pod (the reference is dropped) into out. */
 static void score_all(struct fg_sim_sched_snapshot *s, struct fg_sim_sched_pod *pod, struct fg_sim_sched_score *out)
 {
@@ -199,12 +184,12 @@ static void test_nodes_to_find(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_least_allocated_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_nonzero_defaults, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_spreads_evenly, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_node_affinity_preferred, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_prefer_no_schedule, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pod_affinity_preferred, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_least_allocated_values, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_nonzero_defaults, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_spreads_evenly, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_node_affinity_preferred, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_prefer_no_schedule, fixture_setup, fixture_teardown),
+        cmocka_unit_test_setup_teardown(test_pod_affinity_preferred, fixture_setup, fixture_teardown),
         cmocka_unit_test(test_ties_random),
         cmocka_unit_test(test_nodes_to_find),
     };

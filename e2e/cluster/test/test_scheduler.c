@@ -109,13 +109,20 @@ struct want {
     char got[512];
 };
 
+/* The pod's string field at section.name into w->got ("" when absent). */
+static void read_field(struct want *w, const char *section, const char *name)
+{
+    json_object *p = get_pod(w->pod);
+    const char *v = fg_json_get_str(p, section, name, NULL);
+    snprintf(w->got, sizeof w->got, "%s", v ? v : "");
+    json_object_put(p);
+}
+
+/* Bound (to w->text, when set). */
 static bool bound(void *ud)
 {
     struct want *w = ud;
-    json_object *p = get_pod(w->pod);
-    const char *node = fg_json_get_str(p, "spec", "nodeName", NULL);
-    snprintf(w->got, sizeof w->got, "%s", node ? node : "");
-    json_object_put(p);
+    read_field(w, "spec", "nodeName");
     return w->got[0] && (!w->text || !strcmp(w->got, w->text));
 }
 
@@ -264,10 +271,7 @@ static char *victim_on(const char *node)
 static bool nominated(void *ud)
 {
     struct want *w = ud;
-    json_object *p = get_pod(w->pod);
-    const char *node = fg_json_get_str(p, "status", "nominatedNodeName", NULL);
-    snprintf(w->got, sizeof w->got, "%s", node ? node : "");
-    json_object_put(p);
+    read_field(w, "status", "nominatedNodeName");
     return w->got[0] != '\0';
 }
 
