@@ -87,7 +87,7 @@ struct fg_sim_sched_pod {
     struct fg_sim_sched_terms affinity, anti_affinity, preferred_affinity, preferred_anti_affinity;
     bool gated, terminating, finished, preempt_never;
     bool terminating_by_preemption; /* deleted, with condition DisruptionTarget reason PreemptionByScheduler */
-    uint64_t spec_hash;             /* of spec and labels: an update that changes it may change placement */
+    uint64_t spec_hash;             /* fg_sim_sched_pod_spec_hash's, once computed (0: not yet) */
     /* its place in a snapshot */
     struct fg_sim_sched_node *node;
     size_t slot;
@@ -99,6 +99,9 @@ struct fg_sim_sched_pod {
 enum fg_err fg_sim_sched_pod_new(json_object *obj, struct fg_sim_sched_pod **out, char *errmsg) FG_MUST_USE;
 struct fg_sim_sched_pod *fg_sim_sched_pod_ref(struct fg_sim_sched_pod *p);
 void fg_sim_sched_pod_unref(struct fg_sim_sched_pod *p);
+/* A hash of p's spec and labels: an update that changes it may change where p fits. Computed on
+ * first use (an update compared), since most pods never need it. */
+uint64_t fg_sim_sched_pod_spec_hash(struct fg_sim_sched_pod *p);
 /* Is p one this scheduler places: addressed to it, unbound, not terminating or finished, not gated? */
 bool fg_sim_sched_pod_wanted(const struct fg_sim_sched_pod *p);
 /* Does p carry any inter-pod affinity or anti-affinity term? */

@@ -196,7 +196,7 @@ void fg_sim_sched_queue_upsert(struct fg_sim_sched_queue *q, struct fg_sim_sched
     if (e->where == ACTIVE) {
         sift_up(&q->active, e->heap, active_less);
         sift_down(&q->active, e->heap, active_less);
-    } else if (e->where == UNSCHEDULABLE && pod->spec_hash != old->spec_hash) {
+    } else if (e->where == UNSCHEDULABLE && fg_sim_sched_pod_spec_hash(pod) != fg_sim_sched_pod_spec_hash(old)) {
         requeue(q, e, now_ns);
     }
     fg_sim_sched_pod_unref(old);

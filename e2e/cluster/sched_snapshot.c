@@ -131,8 +131,6 @@ static enum fg_err decode_pod(struct fg_sim_sched_pod *p, char *errmsg)
     p->nonzero_cpu = fg_resources_get(&nonzero, "cpu");
     p->nonzero_memory = bytes(fg_resources_get(&nonzero, "memory"));
     read_ports(p);
-    p->spec_hash = fnv_json(fnv_json(14695981039346656037ull, fg_json_get(o, "spec", NULL)),
-                            fg_json_get(o, "metadata", "labels", NULL));
     return fg_sim_sched_terms_parse(p, errmsg);
 }
 
@@ -165,6 +163,14 @@ void fg_sim_sched_pod_unref(struct fg_sim_sched_pod *p)
     free(p->key);
     json_object_put(p->obj);
     free(p);
+}
+
+uint64_t fg_sim_sched_pod_spec_hash(struct fg_sim_sched_pod *p)
+{
+    if (!p->spec_hash)
+        p->spec_hash = fnv_json(fnv_json(14695981039346656037ull, fg_json_get(p->obj, "spec", NULL)),
+                                fg_json_get(p->obj, "metadata", "labels", NULL)) | 1;
+    return p->spec_hash;
 }
 
 bool fg_sim_sched_pod_wanted(const struct fg_sim_sched_pod *p)

@@ -122,7 +122,7 @@ static void pod_bound(struct scheduler *s, struct fg_sim_sched_pod *pod)
             move(s, 0);
         return;
     }
-    bool news = !was || was->assumed || was->spec_hash != pod->spec_hash;
+    bool news = !was || was->assumed || fg_sim_sched_pod_spec_hash(was) != fg_sim_sched_pod_spec_hash(pod);
     fg_sim_sched_place(&s->snap, pod, pod->node_name);
     if (news)
         move(s, FG_SIM_SCHED_POD_AFFINITY | FG_SIM_SCHED_SPREAD);
