@@ -13,8 +13,10 @@
  * are decoded, the scheduling thread and the binding writers), and the rest (this program's polling
  * and the harness's idle manager).
  *
- * Usage: fg_bench_sim_scheduler [PODS] (default 10000). Figures are for the build it runs from: use a
- * release build without sanitizers.
+ * Usage: fg_bench_sim_scheduler [PODS [LATENCY_MS]] (default 10000 pods, no latency). LATENCY_MS delays
+ * every reply of the server once the cluster is filled (its /fracgpu-test/latency lever), standing in
+ * for the round trip to a real API server: what binding from several threads is for. Figures are
+ * for the build it runs from: use a release build without sanitizers.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -139,6 +141,7 @@ static long pending(struct fg_harness *h)
 int main(int argc, char **argv)
 {
     unsigned pods = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 10000;
+    unsigned latency_ms = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 0;
     fg_log_set_level(FG_LOG_ERROR);
     char errmsg[FG_ERRMSG_MAX] = "";
     struct fg_harness h;
@@ -151,6 +154,12 @@ int main(int argc, char **argv)
     if (fill(&h, pods))
         return 1;
     printf("created %d nodes and %u pods in %.1f s\n", NODES, pods, (double)(fg_clock_mono_ns() - t0) / 1e9);
+    char lever[64];
+    snprintf(lever, sizeof lever, "latency?ms=%u", latency_ms);
+    if (latency_ms && fg_harness_fault(&h, lever) != FG_OK)
+        return 1;
+    if (latency_ms)
+        printf("every reply delayed by %u ms\n", latency_ms);
 
     struct thread_cpu *before = fg_calloc(MAX_THREADS, sizeof *before), *after = fg_calloc(MAX_THREADS, sizeof *after);
     size_t nbefore = threads(before, MAX_THREADS);
