@@ -5,8 +5,9 @@
  * The core is pure: a snapshot of nodes and the pods bound (or assumed) to them, decoded once from
  * their JSON, and the functions that place one pod on it. No I/O, no locks, no clock; the caller
  * serializes every use (scheduler.c holds one mutex around the snapshot and the queue).
- *   sched_snapshot.c  pods and nodes decoded from JSON, the snapshot kept up to date one object at a
- *                     time, nominated pods, PodDisruptionBudgets;
+ *   sched_pod.c       a pod decoded from its JSON once;
+ *   sched_snapshot.c  nodes decoded from JSON, the snapshot kept up to date one object at a time,
+ *                     nominated pods, PodDisruptionBudgets;
  *   sched_filter.c    the Filter plugins in kube's order (NodeUnschedulable, NodeName,
  *                     TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit, PodTopologySpread,
  *                     InterPodAffinity), the reasons they give and the FitError message;
@@ -106,6 +107,13 @@ uint64_t fg_sim_sched_pod_spec_hash(struct fg_sim_sched_pod *p);
 bool fg_sim_sched_pod_wanted(const struct fg_sim_sched_pod *p);
 /* Does p carry any inter-pod affinity or anti-affinity term? */
 bool fg_sim_sched_pod_has_affinity(const struct fg_sim_sched_pod *p);
+
+/* FNV-1a over s (NULL: nothing), then a terminator, from h; over o's compact text; the seed. */
+#define FG_SIM_SCHED_HASH_SEED 14695981039346656037ull
+uint64_t fg_sim_sched_hash(uint64_t h, const char *s);
+uint64_t fg_sim_sched_hash_json(uint64_t h, json_object *o);
+/* A memory amount in thousandths of a byte as bytes, rounded up as kube's Value(). */
+int64_t fg_sim_sched_bytes(int64_t milli);
 
 /* ---- the snapshot ---- */
 

@@ -2,10 +2,11 @@
  * sched_snapshot — the default scheduler's picture of the cluster (kube-scheduler's cache and
  * NodeInfo): every node with its allocatable, labels, taints and unschedulable flag, and every pod
  * placed on it — bound, or assumed by this scheduler and not yet seen bound — counted in the node's
- * requested resources (fg_pod_requests, and the non-zero variant scoring uses) and pod count.
+ * requested resources (fg_pod_requests, and the non-zero variant scoring uses) and pod count; the
+ * pods nominated to nodes by preemption; the PodDisruptionBudgets.
  *
- * Pods and nodes are decoded once, when their JSON arrives, into the C fields every cycle reads;
- * the JSON stays for what the filters read from it (labels, taints, affinity, tolerations). A pod
+ * Nodes are decoded once, when their JSON arrives, into the C fields every cycle reads (pods in
+ * sched_pod.c); the JSON stays for what the filters read from it (labels, taints). A pod
  * of any scheduler counts once bound: fracgpu's own scheduler's pods take room as well. Pods bound
  * to a node not (or no longer) known are kept on a placeholder, as kube keeps a NodeInfo without
  * its Node, so that they count again if it comes back.
@@ -15,7 +16,6 @@
  * NoSchedule), so such nodes are skipped by every pod that does not tolerate that, with kube's
  * message. See sched.h for ownership.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +23,9 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
-#include "base/timefmt.h"
 #include "e2e/cluster/sched.h"
 
-static uint64_t fnv(uint64_t h, const char *s)
+uint64_t fg_sim_sched_hash(uint64_t h, const char *s)
 {
     for (; s && *s; s++) {
         h ^= (unsigned char)*s;
@@ -35,153 +34,14 @@ static uint64_t fnv(uint64_t h, const char *s)
     return h * 1099511628211ull;   /* mark the end, so that "ab"+"c" differs from "a"+"bc" */
 }
 
-static uint64_t fnv_json(uint64_t h, json_object *o)
+uint64_t fg_sim_sched_hash_json(uint64_t h, json_object *o)
 {
-    return fnv(h, o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "");
+    return fg_sim_sched_hash(h, o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "");
 }
 
-static int64_t parse_time(json_object *o)
-{
-    int64_t ms = 0;
-    return o && fg_time_parse(json_object_get_string(o), &ms) ? ms : 0;
-}
-
-/* ---- pods ---- */
-
-static void read_ports(struct fg_sim_sched_pod *p)
-{
-    json_object *containers = fg_json_get(p->obj, "spec", "containers", NULL);
-    for (size_t i = 0; i < fg_json_array_len(containers); i++) {
-        json_object *ports = fg_json_get(json_object_array_get_idx(containers, i), "ports", NULL);
-        for (size_t j = 0; j < fg_json_array_len(ports); j++) {
-            json_object *port = json_object_array_get_idx(ports, j);
-            int64_t host_port = 0;
-            if (!fg_json_get_int64(port, &host_port, "hostPort", NULL) || host_port <= 0)
-                continue;
-            p->ports = fg_realloc(p->ports, (p->nports + 1) * sizeof *p->ports);
-            struct fg_sim_sched_port *hp = &p->ports[p->nports++];
-            const char *proto = fg_json_get_str(port, "protocol", NULL);
-            const char *ip = fg_json_get_str(port, "hostIP", NULL);
-            snprintf(hp->protocol, sizeof hp->protocol, "%s", proto && *proto ? proto : "TCP");
-            snprintf(hp->ip, sizeof hp->ip, "%s", ip && *ip ? ip : "0.0.0.0");
-            hp->port = host_port;
-        }
-    }
-}
-
-static bool preempted_by_scheduler(json_object *pod)
-{
-    json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
-    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
-        json_object *c = json_object_array_get_idx(conds, i);
-        if (fg_str_eq(fg_json_get_str(c, "type", NULL), "DisruptionTarget") &&
-            fg_str_eq(fg_json_get_str(c, "reason", NULL), "PreemptionByScheduler"))
-            return true;
-    }
-    return false;
-}
-
-static int64_t bytes(int64_t milli)
+int64_t fg_sim_sched_bytes(int64_t milli)
 {
     return milli / 1000 + (milli % 1000 != 0);
-}
-
-static enum fg_err decode_pod(struct fg_sim_sched_pod *p, char *errmsg)
-{
-    json_object *o = p->obj;
-    p->ns = fg_json_get_str(o, "metadata", "namespace", NULL);
-    p->name = fg_json_get_str(o, "metadata", "name", NULL);
-    if (!p->name)
-        return fg_errmsg(errmsg, FG_E_PARSE, "a pod without metadata.name");
-    if (!p->ns)
-        p->ns = "";
-    p->key = fg_asprintf("%s/%s", p->ns, p->name);
-    p->uid = fg_json_get_str(o, "metadata", "uid", NULL);
-    p->scheduler_name = fg_json_get_str(o, "spec", "schedulerName", NULL);
-    p->node_name = fg_json_get_str(o, "spec", "nodeName", NULL);
-    p->nominated = fg_json_get_str(o, "status", "nominatedNodeName", NULL);
-    if (p->nominated && !*p->nominated)
-        p->nominated = NULL;
-    fg_json_get_int64(o, &p->priority, "spec", "priority", NULL);
-    p->created_ms = parse_time(fg_json_get(o, "metadata", "creationTimestamp", NULL));
-    p->started_ms = parse_time(fg_json_get(o, "status", "startTime", NULL));
-    const char *phase = fg_json_get_str(o, "status", "phase", NULL);
-    p->finished = fg_str_eq(phase, "Succeeded") || fg_str_eq(phase, "Failed");
-    p->terminating = fg_json_get(o, "metadata", "deletionTimestamp", NULL) != NULL;
-    p->terminating_by_preemption = p->terminating && preempted_by_scheduler(o);
-    p->gated = fg_json_array_len(fg_json_get(o, "spec", "schedulingGates", NULL)) > 0;
-    p->preempt_never = fg_str_eq(fg_json_get_str(o, "spec", "preemptionPolicy", NULL), "Never");
-    struct fg_resources nonzero;
-    char why[FG_ERRMSG_MAX];
-    if (fg_pod_requests(o, &p->requests, why) || fg_pod_requests_nonzero(o, &nonzero, why))
-        return fg_errmsg(errmsg, FG_E_PARSE, "pod %s: %s", p->key, why);
-    p->cpu = fg_resources_get(&p->requests, "cpu");
-    p->memory = bytes(fg_resources_get(&p->requests, "memory"));
-    p->storage = fg_resources_get(&p->requests, "ephemeral-storage");
-    for (size_t i = 0; i < p->requests.n; i++)
-        if (p->requests.v[i].milli > 0 && strcmp(p->requests.v[i].name, "cpu") &&
-            strcmp(p->requests.v[i].name, "memory") && strcmp(p->requests.v[i].name, "ephemeral-storage") &&
-            strcmp(p->requests.v[i].name, "pods"))
-            p->extended = true;
-    p->tolerations = fg_json_get(o, "spec", "tolerations", NULL);
-    json_object *selector = fg_json_get(o, "spec", "nodeSelector", NULL);
-    p->node_constraints = (json_object_is_type(selector, json_type_object) && json_object_object_length(selector)) ||
-                          fg_json_get(o, "spec", "affinity", "nodeAffinity",
-                                      "requiredDuringSchedulingIgnoredDuringExecution", NULL);
-    p->nonzero_cpu = fg_resources_get(&nonzero, "cpu");
-    p->nonzero_memory = bytes(fg_resources_get(&nonzero, "memory"));
-    read_ports(p);
-    return fg_sim_sched_terms_parse(p, errmsg);
-}
-
-enum fg_err fg_sim_sched_pod_new(json_object *obj, struct fg_sim_sched_pod **out, char *errmsg)
-{
-    struct fg_sim_sched_pod *p = fg_calloc(1, sizeof *p);
-    p->refs = 1;
-    p->obj = obj;
-    enum fg_err err = decode_pod(p, errmsg);
-    if (err) {
-        fg_sim_sched_pod_unref(p);
-        return err;
-    }
-    *out = p;
-    return FG_OK;
-}
-
-struct fg_sim_sched_pod *fg_sim_sched_pod_ref(struct fg_sim_sched_pod *p)
-{
-    p->refs++;
-    return p;
-}
-
-void fg_sim_sched_pod_unref(struct fg_sim_sched_pod *p)
-{
-    if (!p || --p->refs > 0)
-        return;
-    fg_sim_sched_terms_cleanup(p);
-    free(p->ports);
-    free(p->key);
-    json_object_put(p->obj);
-    free(p);
-}
-
-uint64_t fg_sim_sched_pod_spec_hash(struct fg_sim_sched_pod *p)
-{
-    if (!p->spec_hash)
-        p->spec_hash = fnv_json(fnv_json(14695981039346656037ull, fg_json_get(p->obj, "spec", NULL)),
-                                fg_json_get(p->obj, "metadata", "labels", NULL)) | 1;
-    return p->spec_hash;
-}
-
-bool fg_sim_sched_pod_wanted(const struct fg_sim_sched_pod *p)
-{
-    bool ours = !p->scheduler_name || !*p->scheduler_name || !strcmp(p->scheduler_name, FG_SIM_SCHED_NAME);
-    return ours && (!p->node_name || !*p->node_name) && !p->terminating && !p->finished && !p->gated;
-}
-
-bool fg_sim_sched_pod_has_affinity(const struct fg_sim_sched_pod *p)
-{
-    return p->affinity.n || p->anti_affinity.n || p->preferred_affinity.n || p->preferred_anti_affinity.n;
 }
 
 /* ---- nodes ---- */
@@ -274,10 +134,10 @@ enum fg_err fg_sim_sched_node_set(struct fg_sim_sched_snapshot *s, json_object *
     json_object *taints = effective_taints(node);
     json_object *unschedulable = fg_json_get(node, "spec", "unschedulable", NULL);
     bool cordoned = unschedulable && json_object_get_boolean(unschedulable);
-    uint64_t h = fnv_json(fnv_json(fnv_json(14695981039346656037ull, fg_json_get(node, "metadata", "labels", NULL)),
+    uint64_t h = fg_sim_sched_hash_json(fg_sim_sched_hash_json(fg_sim_sched_hash_json(FG_SIM_SCHED_HASH_SEED, fg_json_get(node, "metadata", "labels", NULL)),
                                    taints),
                           fg_json_get(node, "status", "allocatable", NULL));
-    h = fnv(h, cordoned ? "cordoned" : "");
+    h = fg_sim_sched_hash(h, cordoned ? "cordoned" : "");
     if (changed)
         *changed = !n->listed || h != n->props_hash;
     json_object_put(n->obj);
@@ -293,7 +153,7 @@ enum fg_err fg_sim_sched_node_set(struct fg_sim_sched_snapshot *s, json_object *
     }
     n->allocatable = alloc;
     n->alloc_cpu = fg_resources_get(&alloc, "cpu");
-    n->alloc_memory = bytes(fg_resources_get(&alloc, "memory"));
+    n->alloc_memory = fg_sim_sched_bytes(fg_resources_get(&alloc, "memory"));
     n->alloc_pods = fg_resources_get(&alloc, "pods") / 1000;
     n->props_hash = h;
     if (!n->listed)
