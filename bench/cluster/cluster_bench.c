@@ -30,6 +30,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "bench/apiserver/bench_http.h"
+#include "e2e/cluster/pidfile.h"
 #include "e2e/tests/simcluster.h"
 
 #define CREATORS 8
@@ -47,19 +48,8 @@ struct proc_cpu {
 
 static double stat_seconds(int pid)
 {
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    unsigned long long ut = 0, st = 0;
-    const char *p = strrchr(text, ')');
-    if (p)
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st);
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    struct fg_sim_proc_stat st;
+    return fg_sim_proc_stat(pid, &st) ? (double)(st.utime + st.stime) / (double)sysconf(_SC_CLK_TCK) : 0;
 }
 
 /* The supervisor's children (the API server and each part), named from their command lines. */
@@ -69,24 +59,15 @@ static size_t cluster_procs(int supervisor, struct proc_cpu *out)
     DIR *d = opendir("/proc");
     struct dirent *e;
     while (d && (e = readdir(d)) && n < MAX_PROCS) {
-        int pid = atoi(e->d_name), ppid = 0;
-        if (pid <= 0)
+        int pid = atoi(e->d_name);
+        struct fg_sim_proc_stat st;
+        if (pid <= 0 || !fg_sim_proc_stat(pid, &st) || st.ppid != supervisor)
             continue;
-        char path[64], text[1024];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(text, 1, sizeof text - 1, f);
-        fclose(f);
-        text[len] = '\0';
-        const char *p = strrchr(text, ')');
-        if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1 || ppid != supervisor)
-            continue;
+        char path[64];
         snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-        f = fopen(path, "r");
+        FILE *f = fopen(path, "r");
         char cmd[512] = "";
-        len = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+        size_t len = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
         if (f)
             fclose(f);
         cmd[len] = '\0';

@@ -147,6 +147,40 @@ void fg_sim_cm_event(struct fg_sim_cm *cm, const char *component, json_object *o
         fg_log(FG_LOG_DEBUG, component, "event %s not written: %s", reason, fg_err_str(err));
 }
 
+enum fg_err fg_sim_cm_create_pod(struct fg_sim_cm *cm, const char *component, json_object *owner, json_object *pod,
+                                 struct fg_sim_assumed *assumed, const char *assume_key)
+{
+    char *path = fg_kube_path(&fg_kube_pods, fg_json_get_str(pod, "metadata", "namespace", NULL), NULL, NULL, NULL);
+    json_object *created = NULL;
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_create(cm->client, path, pod, &created, &st);
+    if (!err) {
+        fg_sim_assumed_add(assumed, assume_key, fg_json_get_str(created, "metadata", "uid", NULL), false);
+        fg_sim_cm_event(cm, component, owner, "Normal", "SuccessfulCreate", "Created pod: %s",
+                        fg_json_get_str(created, "metadata", "name", NULL));
+    } else {
+        fg_sim_cm_event(cm, component, owner, "Warning", "FailedCreate", "Error creating: %s",
+                        st.message ? st.message : fg_err_str(err));
+    }
+    fg_kube_status_cleanup(&st);
+    json_object_put(created);
+    free(path);
+    return err;
+}
+
+enum fg_err fg_sim_cm_delete_pod(struct fg_sim_cm *cm, const char *component, json_object *owner, json_object *pod,
+                                 const char *propagation, struct fg_sim_assumed *assumed, const char *assume_key)
+{
+    enum fg_err err = fg_sim_delete(cm->client, &fg_kube_pods, pod, propagation);
+    if (err)
+        return err;
+    if (assumed)
+        fg_sim_assumed_add(assumed, assume_key, fg_json_get_str(pod, "metadata", "uid", NULL), true);
+    fg_sim_cm_event(cm, component, owner, "Normal", "SuccessfulDelete", "Deleted pod: %s",
+                    fg_json_get_str(pod, "metadata", "name", NULL));
+    return FG_OK;
+}
+
 char *fg_sim_key(json_object *obj)
 {
     return fg_kobj_make_key(fg_json_get_str(obj, "metadata", "namespace", NULL),

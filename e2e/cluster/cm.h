@@ -74,6 +74,16 @@ void fg_sim_cm_map_controller(void *ud, struct fg_kobj *obj, struct fg_keys *out
 enum fg_err fg_sim_cm_controller(struct fg_sim_cm *cm, const char *name, fg_reconcile_fn *fn, void *ud,
                                  const struct fg_sim_cache *primary, struct fg_manager_controller **out,
                                  char *errmsg) FG_MUST_USE;
+/* Creates pod for owner as kube's ReplicaSet, Job and DaemonSet controllers do, with the Event that
+ * says so on the owner (SuccessfulCreate "Created pod: NAME", or FailedCreate "Error creating:
+ * WHY"); the pod's assumed creation is recorded under assume_key (objects.h). */
+enum fg_err fg_sim_cm_create_pod(struct fg_sim_cm *cm, const char *component, json_object *owner, json_object *pod,
+                                 struct fg_sim_assumed *assumed, const char *assume_key) FG_MUST_USE;
+/* Deletes pod (its uid as precondition, propagation NULL for none) with the Event SuccessfulDelete
+ * "Deleted pod: NAME" on owner; the deletion is recorded under assume_key when assumed is not NULL. */
+enum fg_err fg_sim_cm_delete_pod(struct fg_sim_cm *cm, const char *component, json_object *owner, json_object *pod,
+                                 const char *propagation, struct fg_sim_assumed *assumed,
+                                 const char *assume_key) FG_MUST_USE;
 /* Emits an event about obj from component ("deployment-controller"); best effort: a failure is
  * logged at debug level. */
 void fg_sim_cm_event(struct fg_sim_cm *cm, const char *component, json_object *obj, const char *type,

@@ -93,7 +93,6 @@ struct ds_controller {
 static enum fg_err create_pod(struct ds_controller *dc, json_object *ds, const char *node, const char *hash,
                               json_object *tolerations, const char *assume_key)
 {
-    struct fg_sim_cm *cm = dc->cm;
     const char *ns = fg_json_get_str(ds, "metadata", "namespace", NULL);
     json_object *extra = json_object_new_object();
     fg_json_set_str(extra, REVISION_LABEL, hash);
@@ -105,20 +104,7 @@ static enum fg_err create_pod(struct ds_controller *dc, json_object *ds, const c
     json_object *pod = fg_sim_pod_from_template(fg_json_get(ds, "spec", "template", NULL), ns, NULL, generate, ds, extra);
     json_object_object_add(fg_json_get(pod, "spec", NULL), "tolerations", json_object_get(tolerations));
     pin(pod, node);
-    char *path = fg_kube_path(&fg_kube_pods, ns, NULL, NULL, NULL);
-    struct fg_kube_status st = { 0 };
-    json_object *created = NULL;
-    enum fg_err err = fg_kube_create(cm->client, path, pod, &created, &st);
-    if (!err) {
-        fg_sim_assumed_add(dc->assumed, assume_key, fg_json_get_str(created, "metadata", "uid", NULL), false);
-        fg_sim_cm_event(cm, COMPONENT, ds, "Normal", "SuccessfulCreate", "Created pod: %s",
-                        fg_json_get_str(created, "metadata", "name", NULL));
-    } else
-        fg_sim_cm_event(cm, COMPONENT, ds, "Warning", "FailedCreate", "Error creating: %s",
-                        st.message ? st.message : fg_err_str(err));
-    fg_kube_status_cleanup(&st);
-    json_object_put(created);
-    free(path);
+    enum fg_err err = fg_sim_cm_create_pod(dc->cm, COMPONENT, ds, pod, dc->assumed, assume_key);
     free(generate);
     json_object_put(pod);
     json_object_put(extra);
@@ -127,11 +113,7 @@ static enum fg_err create_pod(struct ds_controller *dc, json_object *ds, const c
 
 static enum fg_err delete_pod(struct fg_sim_cm *cm, json_object *ds, json_object *pod)
 {
-    enum fg_err err = fg_sim_delete(cm->client, &fg_kube_pods, pod, NULL);
-    if (!err)
-        fg_sim_cm_event(cm, COMPONENT, ds, "Normal", "SuccessfulDelete", "Deleted pod: %s",
-                        fg_json_get_str(pod, "metadata", "name", NULL));
-    return err;
+    return fg_sim_cm_delete_pod(cm, COMPONENT, ds, pod, NULL, NULL, NULL);
 }
 
 /* The node a daemon pod belongs to: where it is bound, else the node its affinity pins. */

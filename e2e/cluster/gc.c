@@ -169,8 +169,11 @@ static char *object_path(const struct fg_kube_resource *res, json_object *obj)
                         fg_json_get_str(obj, "metadata", "name", NULL), NULL, NULL);
 }
 
-/* Replaces obj's ownerReferences with `keep`, guarded by its resourceVersion. */
-static enum fg_err set_owner_refs(struct gc *gc, const struct fg_kube_resource *res, json_object *obj, json_object *keep)
+/* Sets (or, value NULL, removes) the member at path of obj with a JSON patch that first tests obj's
+ * resourceVersion, so a change made meanwhile by anyone else fails it (409 or 422) instead of being
+ * overwritten. value is borrowed. */
+static enum fg_err guarded_patch(struct gc *gc, const struct fg_kube_resource *res, json_object *obj, const char *at,
+                                 json_object *value)
 {
     json_object *patch = json_object_new_array(), *op = json_object_new_object();
     fg_json_set_str(op, "op", "test");
@@ -178,10 +181,10 @@ static enum fg_err set_owner_refs(struct gc *gc, const struct fg_kube_resource *
     fg_json_set_str(op, "value", fg_json_get_str(obj, "metadata", "resourceVersion", NULL));
     json_object_array_add(patch, op);
     op = json_object_new_object();
-    fg_json_set_str(op, "op", json_object_array_length(keep) ? "replace" : "remove");
-    fg_json_set_str(op, "path", "/metadata/ownerReferences");
-    if (json_object_array_length(keep))
-        json_object_object_add(op, "value", json_object_get(keep));
+    fg_json_set_str(op, "op", value ? "replace" : "remove");
+    fg_json_set_str(op, "path", at);
+    if (value)
+        json_object_object_add(op, "value", json_object_get(value));
     json_object_array_add(patch, op);
     char *path = object_path(res, obj);
     struct fg_kube_status st = { 0 };
@@ -192,7 +195,13 @@ static enum fg_err set_owner_refs(struct gc *gc, const struct fg_kube_resource *
     return err == FG_E_KUBE_NOT_FOUND ? FG_OK : err;
 }
 
-/* Removes `finalizer` from obj, guarded by its resourceVersion. */
+/* Replaces obj's ownerReferences with `keep` (none: removes them). */
+static enum fg_err set_owner_refs(struct gc *gc, const struct fg_kube_resource *res, json_object *obj, json_object *keep)
+{
+    return guarded_patch(gc, res, obj, "/metadata/ownerReferences", json_object_array_length(keep) ? keep : NULL);
+}
+
+/* Removes `finalizer` from obj. */
 static enum fg_err drop_finalizer(struct gc *gc, const struct fg_kube_resource *res, json_object *obj,
                                   const char *finalizer)
 {
@@ -202,23 +211,9 @@ static enum fg_err drop_finalizer(struct gc *gc, const struct fg_kube_resource *
         if (!fg_str_eq(json_object_get_string(f), finalizer))
             json_object_array_add(keep, json_object_get(f));
     }
-    json_object *patch = json_object_new_array(), *op = json_object_new_object();
-    fg_json_set_str(op, "op", "test");
-    fg_json_set_str(op, "path", "/metadata/resourceVersion");
-    fg_json_set_str(op, "value", fg_json_get_str(obj, "metadata", "resourceVersion", NULL));
-    json_object_array_add(patch, op);
-    op = json_object_new_object();
-    fg_json_set_str(op, "op", "replace");
-    fg_json_set_str(op, "path", "/metadata/finalizers");
-    json_object_object_add(op, "value", keep);
-    json_object_array_add(patch, op);
-    char *path = object_path(res, obj);
-    struct fg_kube_status st = { 0 };
-    enum fg_err err = fg_kube_patch(gc->cm->client, path, FG_KUBE_PATCH_JSON, json_object_to_json_string(patch), NULL, &st);
-    fg_kube_status_cleanup(&st);
-    free(path);
-    json_object_put(patch);
-    return err == FG_E_KUBE_NOT_FOUND ? FG_OK : err;
+    enum fg_err err = guarded_patch(gc, res, obj, "/metadata/finalizers", keep);
+    json_object_put(keep);
+    return err;
 }
 
 /* ---- the two roles ---- */

@@ -67,27 +67,13 @@ static enum fg_err create_pods(struct job_controller *jc, json_object *job, cons
 {
     const char *ns = fg_json_get_str(job, "metadata", "namespace", NULL);
     char *generate = fg_asprintf("%s-", fg_json_get_str(job, "metadata", "name", NULL));
-    char *path = fg_kube_path(&fg_kube_pods, ns, NULL, NULL, NULL);
     enum fg_err err = FG_OK;
     for (int64_t i = 0; i < n && !err; i++) {
         json_object *pod = fg_sim_pod_from_template(fg_json_get(job, "spec", "template", NULL), ns, NULL, generate, job,
                                                     NULL);
-        json_object *created = NULL;
-        struct fg_kube_status st = { 0 };
-        err = fg_kube_create(jc->cm->client, path, pod, &created, &st);
-        if (!err) {
-            fg_sim_assumed_add(jc->assumed, key, fg_json_get_str(created, "metadata", "uid", NULL), false);
-            fg_sim_cm_event(jc->cm, COMPONENT, job, "Normal", "SuccessfulCreate", "Created pod: %s",
-                            fg_json_get_str(created, "metadata", "name", NULL));
-        } else {
-            fg_sim_cm_event(jc->cm, COMPONENT, job, "Warning", "FailedCreate", "Error creating: %s",
-                            st.message ? st.message : fg_err_str(err));
-        }
-        fg_kube_status_cleanup(&st);
-        json_object_put(created);
+        err = fg_sim_cm_create_pod(jc->cm, COMPONENT, job, pod, jc->assumed, key);
         json_object_put(pod);
     }
-    free(path);
     free(generate);
     return err;
 }
@@ -96,14 +82,8 @@ static enum fg_err delete_active(struct job_controller *jc, json_object *job, co
                                  size_t n)
 {
     enum fg_err err = FG_OK;
-    for (size_t i = 0; i < n && !err; i++) {
-        err = fg_sim_delete(jc->cm->client, &fg_kube_pods, active[i], "Background");
-        if (!err) {
-            fg_sim_assumed_add(jc->assumed, key, fg_json_get_str(active[i], "metadata", "uid", NULL), true);
-            fg_sim_cm_event(jc->cm, COMPONENT, job, "Normal", "SuccessfulDelete", "Deleted pod: %s",
-                            fg_json_get_str(active[i], "metadata", "name", NULL));
-        }
-    }
+    for (size_t i = 0; i < n && !err; i++)
+        err = fg_sim_cm_delete_pod(jc->cm, COMPONENT, job, active[i], "Background", jc->assumed, key);
     return err;
 }
 

@@ -289,7 +289,30 @@ struct probe_job {
     json_object *probe, *spec;   /* borrowed from the pod */
 };
 
-/* Moves every container forward at now; probes due are listed in jobs. mu held. */
+/* Moves container i forward at now: started when it waits and its backoff is over, ended when its
+ * process exited or its simulated run is over. */
+static void step_container(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, size_t i, uint64_t now,
+                           uint64_t *next)
+{
+    struct fg_sim_container *c = &p->containers[i];
+    if (c->state == CONTAINER_WAITING && now >= c->restart_at_ns)
+        start_container(k, p, pod, i, now);
+    if (c->state == CONTAINER_RUNNING && c->real && c->exited)
+        container_ended(p, pod, c, c->exit_code, now);
+    else if (c->state == CONTAINER_RUNNING && !c->real && c->run_until_ns && now >= c->run_until_ns)
+        container_ended(p, pod, c, (int)annotation_int(pod, FG_SIM_ANN_EXIT_CODE, 0), now);
+    note_next(next, c->state == CONTAINER_WAITING ? c->restart_at_ns
+                    : c->state == CONTAINER_RUNNING ? c->run_until_ns
+                                                    : 0);
+}
+
+static bool succeeded(const struct fg_sim_container *c)
+{
+    return c->state == CONTAINER_TERMINATED && c->exit_code == 0;
+}
+
+/* Moves every container forward at now: the init containers one after another, then the others;
+ * probes due are listed in jobs. mu held. */
 static void advance(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, uint64_t now, uint64_t *next,
                     struct probe_job *jobs, size_t *njobs)
 {
@@ -298,42 +321,20 @@ static void advance(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object
         return;
     }
     p->started = true;
-    bool init_done = true;
-    for (size_t i = 0; i < p->ninit && init_done; i++) {
-        struct fg_sim_container *c = &p->containers[i];
-        if (c->state == CONTAINER_TERMINATED && c->exit_code == 0)
-            continue;
-        init_done = false;
-        if (c->state == CONTAINER_WAITING && now >= c->restart_at_ns)
-            start_container(k, p, pod, i, now);
-        if (c->state == CONTAINER_RUNNING && c->real && c->exited)
-            container_ended(p, pod, c, c->exit_code, now);
-        else if (c->state == CONTAINER_RUNNING && !c->real && c->run_until_ns && now >= c->run_until_ns)
-            container_ended(p, pod, c, (int)annotation_int(pod, FG_SIM_ANN_EXIT_CODE, 0), now);
-        if (c->state == CONTAINER_TERMINATED && c->exit_code == 0)
-            init_done = true, i--;   /* look at the next one at once */
-        note_next(next, c->state == CONTAINER_WAITING ? c->restart_at_ns : c->run_until_ns);
+    for (size_t i = 0; i < p->ninit; i++) {
+        if (!succeeded(&p->containers[i]))
+            step_container(k, p, pod, i, now, next);
+        if (!succeeded(&p->containers[i]))
+            return;   /* the next one waits for this one */
     }
-    if (!init_done)
-        return;
     for (size_t i = p->ninit; i < p->ncontainers; i++) {
         struct fg_sim_container *c = &p->containers[i];
-        json_object *spec = container_spec(p, pod, i);
-        if (c->state == CONTAINER_WAITING && now >= c->restart_at_ns)
-            start_container(k, p, pod, i, now);
-        if (c->state == CONTAINER_RUNNING && c->real && c->exited)
-            container_ended(p, pod, c, c->exit_code, now);
-        else if (c->state == CONTAINER_RUNNING && !c->real && c->run_until_ns && now >= c->run_until_ns)
-            container_ended(p, pod, c, (int)annotation_int(pod, FG_SIM_ANN_EXIT_CODE, 0), now);
-        if (c->state == CONTAINER_WAITING) {
-            note_next(next, c->restart_at_ns);
-            continue;
-        }
+        step_container(k, p, pod, i, now, next);
         if (c->state != CONTAINER_RUNNING)
             continue;
-        note_next(next, c->run_until_ns);
+        json_object *spec = container_spec(p, pod, i);
         json_object *rp = fg_json_get(spec, "readinessProbe", NULL), *lp = fg_json_get(spec, "livenessProbe", NULL);
-        if (!c->real) {
+        if (!c->real) {   /* a simulated container passes its probes */
             if (rp && now >= c->next_readiness_ns)
                 c->ready = true;
             else if (rp)

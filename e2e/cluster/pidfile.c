@@ -8,22 +8,30 @@
 #include <string.h>
 #include <unistd.h>
 
-uint64_t fg_sim_proc_starttime(pid_t pid)
+bool fg_sim_proc_stat(pid_t pid, struct fg_sim_proc_stat *out)
 {
     char path[64], text[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (!f)
-        return 0;
+        return false;
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = '\0';
     const char *p = strrchr(text, ')');   /* the command name may hold spaces and parentheses */
-    unsigned long long start = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                     &start) != 1)
-        return 0;
-    return start;
+    int ppid = 0;
+    unsigned long long ut = 0, st = 0, start = 0;
+    if (!p || sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu", &ppid,
+                     &ut, &st, &start) != 4)
+        return false;
+    *out = (struct fg_sim_proc_stat){ ppid, ut, st, start };
+    return true;
+}
+
+uint64_t fg_sim_proc_starttime(pid_t pid)
+{
+    struct fg_sim_proc_stat st;
+    return fg_sim_proc_stat(pid, &st) ? st.starttime : 0;
 }
 
 bool fg_sim_pidfile_write(const char *path, pid_t pid)

@@ -14,6 +14,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* What /proc/PID/stat says of a process that the simulation and its benchmarks read. */
+struct fg_sim_proc_stat {
+    pid_t ppid;
+    uint64_t utime, stime;        /* CPU time in clock ticks (sysconf(_SC_CLK_TCK) a second) */
+    uint64_t starttime;           /* field 22: clock ticks after boot */
+};
+
+/* Reads pid's stat; false when the process does not exist. */
+bool fg_sim_proc_stat(pid_t pid, struct fg_sim_proc_stat *out);
 /* Field 22 of /proc/pid/stat; 0 when the process does not exist. */
 uint64_t fg_sim_proc_starttime(pid_t pid);
 /* Writes path for pid (atomically: a temporary file renamed). False when it cannot. */

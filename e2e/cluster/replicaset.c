@@ -52,27 +52,13 @@ static enum fg_err create_pods(struct rs_controller *rc, json_object *rs, const 
 {
     const char *ns = fg_json_get_str(rs, "metadata", "namespace", NULL);
     char *generate = fg_asprintf("%s-", fg_json_get_str(rs, "metadata", "name", NULL));
-    char *path = fg_kube_path(&fg_kube_pods, ns, NULL, NULL, NULL);
     enum fg_err err = FG_OK;
     for (int64_t i = 0; i < n && !err; i++) {
         json_object *pod = fg_sim_pod_from_template(fg_json_get(rs, "spec", "template", NULL), ns, NULL, generate, rs,
                                                     NULL);
-        json_object *created = NULL;
-        struct fg_kube_status st = { 0 };
-        err = fg_kube_create(rc->cm->client, path, pod, &created, &st);
-        if (!err) {
-            fg_sim_assumed_add(rc->assumed, key, fg_json_get_str(created, "metadata", "uid", NULL), false);
-            fg_sim_cm_event(rc->cm, COMPONENT, rs, "Normal", "SuccessfulCreate", "Created pod: %s",
-                            fg_json_get_str(created, "metadata", "name", NULL));
-        } else {
-            fg_sim_cm_event(rc->cm, COMPONENT, rs, "Warning", "FailedCreate", "Error creating: %s",
-                            st.message ? st.message : fg_err_str(err));
-        }
-        fg_kube_status_cleanup(&st);
-        json_object_put(created);
+        err = fg_sim_cm_create_pod(rc->cm, COMPONENT, rs, pod, rc->assumed, key);
         json_object_put(pod);
     }
-    free(path);
     free(generate);
     return err;
 }
@@ -81,14 +67,8 @@ static enum fg_err delete_pods(struct rs_controller *rc, json_object *rs, const 
                                size_t n)
 {
     enum fg_err err = FG_OK;
-    for (size_t i = 0; i < n && !err; i++) {
-        err = fg_sim_delete(rc->cm->client, &fg_kube_pods, victims[i], NULL);
-        if (!err) {
-            fg_sim_assumed_add(rc->assumed, key, fg_json_get_str(victims[i], "metadata", "uid", NULL), true);
-            fg_sim_cm_event(rc->cm, COMPONENT, rs, "Normal", "SuccessfulDelete", "Deleted pod: %s",
-                            fg_json_get_str(victims[i], "metadata", "name", NULL));
-        }
-    }
+    for (size_t i = 0; i < n && !err; i++)
+        err = fg_sim_cm_delete_pod(rc->cm, COMPONENT, rs, victims[i], NULL, rc->assumed, key);
     return err;
 }
 
