@@ -65,18 +65,18 @@ static void test_endpoints_before_and_after_crds(void **state)
     assert_true(port > 0);
 
     struct fg_buf body = FG_BUF_INIT;
-    assert_int_equal(fg_harness_http(port, "GET", "/healthz", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/healthz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
-    assert_int_equal(fg_harness_http(port, "GET", "/readyz", &body), 503);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/readyz", &body), 503);
     assert_non_null(strstr(fg_buf_str(&body), "[-]informers failed: "));
     assert_non_null(strstr(fg_buf_str(&body), "readyz check failed\n"));
-    assert_int_equal(fg_harness_http(port, "GET", "/nope", &body), 404);
-    assert_int_equal(fg_harness_http(port, "POST", "/metrics", &body), 501);   /* evhttp: method not allowed */
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/nope", &body), 404);
+    assert_int_equal(fg_harness_http(NULL, port, "POST", "/metrics", &body), 501);   /* evhttp: method not allowed */
 
     /* The lists fail (no such resource yet) and are retried with backoff: the counter shows it. */
     long long restarts = 0, leading = 0;
     for (int i = 0; i < 200 && (restarts < 2 || leading < 1); i++) {
-        assert_int_equal(fg_harness_http(port, "GET", "/metrics", &body), 200);
+        assert_int_equal(fg_harness_http(NULL, port, "GET", "/metrics", &body), 200);
         restarts = sample(fg_buf_str(&body), "fracgpu_informer_watch_restarts_total{resource=\"gpupolicies\"}");
         leading = sample(fg_buf_str(&body), "fracgpu_leader{lease=\"operator\",identity=");
         if (restarts < 2 || leading < 1) {
@@ -108,7 +108,7 @@ static void test_endpoints_before_and_after_crds(void **state)
         fail_msg("kubectl apply -k crds: %s", fg_buf_str(&body));
     long long created = 0, writes = 0;
     for (int i = 0; i < 900 && (created < 4 || writes < 4); i++) {
-        assert_int_equal(fg_harness_http(port, "GET", "/metrics", &body), 200);
+        assert_int_equal(fg_harness_http(NULL, port, "GET", "/metrics", &body), 200);
         created = sample(fg_buf_str(&body), "fracgpu_builtin_policies_created_total");
         writes = sample(fg_buf_str(&body), "fracgpu_policy_status_writes_total");
         if (created < 4 || writes < 4) {
@@ -118,14 +118,14 @@ static void test_endpoints_before_and_after_crds(void **state)
     }
     assert_int_equal(created, 4);
     assert_int_equal(writes, 4);
-    assert_int_equal(fg_harness_http(port, "GET", "/readyz", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/readyz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
-    assert_int_equal(fg_harness_http(port, "GET", "/readyz?verbose", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/readyz?verbose", &body), 200);
     assert_string_equal(fg_buf_str(&body), "[+]informers ok\nreadyz check passed\n");
     /* Settled: a second later nothing was rewritten, nothing failed, nothing waits. */
     struct timespec second = { 1, 0 };
     nanosleep(&second, NULL);
-    assert_int_equal(fg_harness_http(port, "GET", "/metrics", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/metrics", &body), 200);
     m = fg_buf_str(&body);
     assert_int_equal(sample(m, "fracgpu_policy_status_writes_total"), 4);
     assert_int_equal(sample(m, "fracgpu_builtin_policies_created_total"), 4);

@@ -111,10 +111,10 @@ static size_t collect(char *data, size_t size, size_t n, void *ud)
     return fg_buf_append(ud, data, size * n) == FG_OK ? size * n : 0;
 }
 
-long fg_harness_http(unsigned port, const char *method, const char *path, struct fg_buf *body)
+long fg_harness_http(const char *host, unsigned port, const char *method, const char *path, struct fg_buf *body)
 {
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+    char url[256];
+    snprintf(url, sizeof url, "http://%s:%u%s", host ? host : "127.0.0.1", port, path);
     fg_buf_reset(body);
     CURL *c = curl_easy_init();
     if (!c)

@@ -46,9 +46,10 @@ enum fg_err fg_harness_fault(struct fg_harness *h, const char *control) FG_MUST_
 /* Creates namespace `name` (AlreadyExists is fine). */
 enum fg_err fg_harness_namespace(struct fg_harness *h, const char *name) FG_MUST_USE;
 
-/* `method path` against http://127.0.0.1:port (a process's /healthz, /readyz, /metrics); the reply's
- * body replaces body's content. Returns the HTTP code, 0 when no reply came within 5 s. */
-long fg_harness_http(unsigned port, const char *method, const char *path, struct fg_buf *body);
+/* `method path` against http://host:port (a process's /healthz, /readyz, /metrics; host NULL:
+ * 127.0.0.1); the reply's body replaces body's content. Returns the HTTP code, 0 when no reply came
+ * within 5 s. */
+long fg_harness_http(const char *host, unsigned port, const char *method, const char *path, struct fg_buf *body);
 
 /* Polls cond(ud) every 10 ms until it holds or timeout_ms passes. */
 bool fg_harness_wait(bool (*cond)(void *ud), void *ud, unsigned timeout_ms);

@@ -32,6 +32,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
 
@@ -212,19 +213,8 @@ static void test_install(void **state)
         assert_non_null(ip);
         struct fg_buf body;
         fg_buf_init(&body, 0);
-        char url[128];
-        snprintf(url, sizeof url, "http://%s:8080/readyz", ip);
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "curl -s -m 5 %s", url);
-        FILE *f = popen(cmd, "r");
-        char answer[64] = "";
-        if (f) {
-            if (!fgets(answer, sizeof answer, f))
-                answer[0] = '\0';
-            pclose(f);
-        }
-        answer[strcspn(answer, "\n")] = '\0';
-        assert_string_equal(answer, "ok");
+        assert_int_equal(fg_harness_http(ip, 8080, "GET", "/readyz", &body), 200);
+        assert_string_equal(fg_buf_str(&body), "ok");
         fg_buf_cleanup(&body);
         ready++;
     }

@@ -74,7 +74,7 @@ static void test_listen_addresses(void **state)
     struct fg_manager *every = new_manager(":0");
     assert_int_equal(fg_manager_start(every, msg), FG_OK);
     struct fg_buf body = FG_BUF_INIT;
-    assert_int_equal(fg_harness_http(fg_manager_http_port(every), "GET", "/healthz", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, fg_manager_http_port(every), "GET", "/healthz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
     fg_buf_cleanup(&body);
     fg_manager_free(every);
@@ -220,14 +220,14 @@ static void test_checks(void **state)
     assert_int_equal(fg_manager_start(m, msg), FG_OK);
     unsigned port = fg_manager_http_port(m);
     struct fg_buf body = FG_BUF_INIT;
-    assert_int_equal(fg_harness_http(port, "GET", "/readyz", &body), 503);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/readyz", &body), 503);
     assert_string_equal(fg_buf_str(&body), "[+]informers ok\n[-]warm failed: not warm yet\nreadyz check failed\n");
     atomic_store(&warm, true);
-    assert_int_equal(fg_harness_http(port, "GET", "/readyz", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/readyz", &body), 200);
     assert_string_equal(fg_buf_str(&body), "ok\n");
-    assert_int_equal(fg_harness_http(port, "GET", "/healthz?verbose", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/healthz?verbose", &body), 200);
     assert_string_equal(fg_buf_str(&body), "[+]alive ok\nhealthz check passed\n");
-    assert_int_equal(fg_harness_http(port, "GET", "/metrics", &body), 200);
+    assert_int_equal(fg_harness_http(NULL, port, "GET", "/metrics", &body), 200);
     assert_non_null(strstr(fg_buf_str(&body), "\nprocess_open_fds "));
     assert_int_equal(fg_manager_add_healthz(m, "late", passing_check, NULL), FG_E_BUSY);
     fg_buf_cleanup(&body);
