@@ -214,7 +214,7 @@ static void test_install(void **state)
         struct fg_buf body;
         fg_buf_init(&body, 0);
         assert_int_equal(fg_harness_http(ip, 8080, "GET", "/readyz", &body), 200);
-        assert_string_equal(fg_buf_str(&body), "ok");
+        assert_string_equal(fg_buf_str(&body), "ok\n");
         fg_buf_cleanup(&body);
         ready++;
     }
