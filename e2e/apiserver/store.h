@@ -13,7 +13,7 @@
  *
  * store_write.c, store_delete.c, store_bind.c, store_evict.c and store_resize.c add the kube-apiserver
  * semantics on top (defaults, validation, preconditions, generation, status subresource, finalizers,
- * graceful deletion, binding, eviction, resize); creates and
+ * graceful deletion, binding, eviction, resize), store_seed.c the objects it makes at start; creates and
  * updates pass through admission (admit.h: CRDs, custom resource schemas, webhooks); state.c saves
  * and loads the objects.
  */
@@ -133,7 +133,9 @@ enum fg_err fg__store_bind(struct fg__store *st, const struct fg__type *pods, co
  * (code 201) on success. */
 enum fg_err fg__store_evict(struct fg__store *st, const struct fg__type *pods, const char *ns, const char *name,
                             json_object *eviction, json_object **out) FG_MUST_USE;
-/* Creates the namespaces that always exist (default, kube-system, kube-public) when missing. */
+/* store_seed.c: creates what kube-apiserver makes at start when missing: the namespaces default,
+ * kube-system, kube-public and kube-node-lease, and the PriorityClasses system-node-critical and
+ * system-cluster-critical. */
 void fg__store_seed(struct fg__store *st);
 
 #endif

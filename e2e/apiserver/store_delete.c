@@ -224,19 +224,3 @@ enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, 
         delete_namespace_contents(st, name);
     return FG_OK;
 }
-
-void fg__store_seed(struct fg__store *st)
-{
-    static const char *const always[] = { "default", "kube-system", "kube-public" };
-    const struct fg__type *nst = fg__write_namespaces_type(st);
-    for (size_t i = 0; nst && i < sizeof(always) / sizeof(*always); i++) {
-        if (fg__store_get(st, nst, NULL, always[i]))
-            continue;
-        json_object *body = json_object_new_object(), *out = NULL;
-        fg_json_set_str(fg_json_ensure_obj(body, "metadata"), "name", always[i]);
-        if (fg__store_create(st, nst, NULL, body, &out) != FG_OK)
-            abort(); /* a fixed valid namespace cannot be refused */
-        json_object_put(out);
-        json_object_put(body);
-    }
-}
