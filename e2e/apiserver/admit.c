@@ -20,7 +20,9 @@ static void pod_pending(json_object *obj)
 enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
                       json_object **out)
 {
-    enum fg_err err = fg__webhook_admit(st, type, cur, obj, true, out);
+    enum fg_err err = fg__priority_admit(st, type, cur, *obj, out); /* built-in admission, then webhooks */
+    if (!err)
+        err = fg__webhook_admit(st, type, cur, obj, true, out);
     if (err)
         goto out;
     if (fg__crd_is_crd_type(type))

@@ -1,7 +1,8 @@
 /*
  * admit — what happens to an object between decoding and storing beyond the generic write
- * semantics: CustomResourceDefinitions get checked and their status filled (Established), custom
- * resources get structural-schema validation with defaults, and new pods start Pending.
+ * semantics: pods get their priority (kube's Priority plugin), CustomResourceDefinitions get checked
+ * and their status filled (Established), custom resources get structural-schema validation with
+ * defaults, new pods start Pending, and admission webhooks are called.
  *
  * fg__admit runs inside every create, update and patch (store_write.c), after the write scope is
  * applied and before the commit. It may replace *obj (taken and given back): objects share members
@@ -21,6 +22,13 @@
  * FG_OK, or an FG_E_KUBE_* code with *out the Status to send and *obj released. */
 enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
                       json_object **out) FG_MUST_USE;
+
+/* priority.c: kube's Priority admission plugin on pods: on create spec.priority and preemptionPolicy
+ * from the PriorityClass named by spec.priorityClassName (or the global default class, or 0), 403
+ * Forbidden for an unknown class or a conflicting priority or preemptionPolicy; on update the stored
+ * ones kept where left out. obj's root must be private to the caller. */
+enum fg_err fg__priority_admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object *obj,
+                               json_object **out) FG_MUST_USE;
 
 /* crd.c */
 bool fg__crd_is_crd_type(const struct fg__type *type);

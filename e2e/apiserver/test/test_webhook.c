@@ -2,8 +2,9 @@
  * Admission webhooks called without blocking the server: while one write waits for a slow
  * webhook, other clients' GETs, writes and watch events are served at once; timeouts and garbage
  * replies follow failurePolicy; a client leaving mid-call and a server stopped mid-call lose
- * nothing and leak nothing; concurrent writes each get their own call. The webhook is the HTTPS
- * test webhook the kubectl suite serves (e2e/kubectl/test/webhook_server.h).
+ * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
+ * built-in admission. The webhook is the HTTPS test webhook the kubectl suite serves
+ * (e2e/kubectl/test/webhook_server.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -371,6 +372,24 @@ static void test_update_waits_for_webhook(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
+/* A mutating webhook sees the pod as built-in admission left it: its priority already resolved. */
+static void test_webhook_sees_admitted_pod(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 5);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "seen", &json), 201);
+    json_object_put(json);
+    json_object *review = kcw_last_review(&c->wh);
+    assert_non_null(review);
+    json_object *pod = fg_json_get(review, "request", "object", NULL);
+    int64_t priority = -1;
+    assert_true(fg_json_get_int64(pod, &priority, "spec", "priority", NULL));
+    assert_int_equal(priority, 0);
+    assert_string_equal(fg_json_get_str(pod, "spec", "preemptionPolicy", NULL), "PreemptLowerPriority");
+    json_object_put(review);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,14 +61,18 @@ static void write_reply(SSL *ssl, const char *text)
     free(msg);
 }
 
-/* Answers one review; false when the request was not one (the connection is then closed). */
-static bool answer(struct kcw_server *w, SSL *ssl, const char *body)
+/* Answers one review (body taken); false when the request was not one (the connection is then closed). */
+static bool answer(struct kcw_server *w, SSL *ssl, char *body)
 {
     json_object *doc = NULL;
-    if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK)
+    if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK) {
+        free(body);
         return false;
+    }
     pthread_mutex_lock(&w->mu);
     w->reviews++;
+    free(w->last_review);
+    w->last_review = body;
     const char *op = fg_json_get_str(doc, "request", "operation", NULL);
     const char *kind = fg_json_get_str(doc, "request", "kind", "kind", NULL);
     snprintf(w->last_op, sizeof(w->last_op), "%s", op ? op : "");
@@ -123,10 +127,8 @@ static void *serve_conn(void *arg)
     if (SSL_accept(ssl) == 1) {
         char *body;
         bool more = true;
-        while (more && (body = read_request(ssl))) {
+        while (more && (body = read_request(ssl)))
             more = answer(c->w, ssl, body);
-            free(body);
-        }
         SSL_shutdown(ssl);
     }
     SSL_free(ssl);
@@ -251,6 +253,7 @@ void kcw_stop(struct kcw_server *w)
         close(w->fd);
     SSL_CTX_free(w->ctx);
     free(w->ca_b64);
+    free(w->last_review);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }
@@ -269,4 +272,14 @@ unsigned kcw_reviews(struct kcw_server *w)
     unsigned n = w->reviews;
     pthread_mutex_unlock(&w->mu);
     return n;
+}
+
+json_object *kcw_last_review(struct kcw_server *w)
+{
+    json_object *doc = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->last_review && fg_json_parse(w->last_review, strlen(w->last_review), MAX_REQUEST, &doc, NULL) != FG_OK)
+        doc = NULL;
+    pthread_mutex_unlock(&w->mu);
+    return doc;
 }

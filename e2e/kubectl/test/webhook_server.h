@@ -7,11 +7,13 @@
  * adding the label mutated-by=e2e-webhook, SLOW allows after sleeping past any short
  * timeoutSeconds, DENY refuses with "no pods today"; NOT_JSON, WRONG_UID and WRONG_KIND answer
  * garbage (a body that is not JSON, another uid, a review of another kind). Every answer waits
- * delay_ms first. It counts the reviews it received and keeps the last one's operation and kind.
+ * delay_ms first. It counts the reviews it received and keeps the last one's operation and kind, and
+ * the last review itself.
  */
 #ifndef FG_E2E_KUBECTL_WEBHOOK_SERVER_H
 #define FG_E2E_KUBECTL_WEBHOOK_SERVER_H
 
+#include <json-c/json.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -36,6 +38,7 @@ struct kcw_server {
     unsigned reviews;     /* under mu */
     char last_op[16];     /* under mu */
     char last_kind[64];   /* under mu */
+    char *last_review;    /* the last review's JSON as received, under mu */
     char *ca_b64;         /* the certificate, base64 PEM, for caBundle */
 };
 
@@ -43,6 +46,8 @@ struct kcw_server {
 bool kcw_start(struct kcw_server *w, const char *dir, enum kcw_mode mode);
 void kcw_stop(struct kcw_server *w);
 unsigned kcw_reviews(struct kcw_server *w);
+/* The last review received, parsed (caller puts), or NULL when none came. */
+json_object *kcw_last_review(struct kcw_server *w);
 /* Changes how the next reviews are answered. */
 void kcw_set_mode(struct kcw_server *w, enum kcw_mode mode, unsigned delay_ms);
 
