@@ -1,12 +1,15 @@
 /*
  * admit — what happens to an object between decoding and storing beyond the generic write
- * semantics: pods get their priority (kube's Priority plugin), CustomResourceDefinitions get checked
- * and their status filled (Established), custom resources get structural-schema validation with
- * defaults, new pods start Pending, and admission webhooks are called.
+ * semantics, in kube-apiserver's order: built-in objects get kube's defaults (defaults.h), pods their
+ * priority (kube's Priority plugin), mutating webhooks are called; then CustomResourceDefinitions get
+ * checked and their status filled (Established), custom resources get structural-schema validation
+ * with defaults, new pods start Pending, new Jobs get their generated selector; then validating
+ * webhooks are called.
  *
  * fg__admit runs inside every create, update and patch (store_write.c), after the write scope is
  * applied and before the commit. It may replace *obj (taken and given back): objects share members
- * with request bodies and stored objects, so anything that edits below the root works on a copy.
+ * with request bodies and stored objects, so anything that edits below the root works on a copy
+ * (cow.h).
  * fg__crd_sync runs after a write to a CRD has been committed and brings the registry in line.
  */
 #ifndef FG_E2E_APISERVER_ADMIT_H

@@ -4,9 +4,9 @@
  * The namespaces default (the bootstrap controller's), kube-system, kube-public and kube-node-lease
  * (the system namespaces controller's), and the two system PriorityClasses the scheduling API's
  * post-start hook creates: system-node-critical (2000001000) and system-cluster-critical
- * (2000000000), with kube's descriptions and preemptionPolicy PreemptLowerPriority; globalDefault is
- * false and so, as kube's `omitempty` field serializes it, absent. Each is created through the
- * ordinary create path, without webhooks, and only when missing, so a server that loaded a state
+ * (2000000000), with kube's descriptions; globalDefault is false and so, as kube's `omitempty` field
+ * serializes it, absent, and preemptionPolicy PreemptLowerPriority comes from defaulting, as in kube.
+ * Each is created through the ordinary create path, without webhooks, and only when missing, so a server that loaded a state
  * file keeps the ones it saved (uids and resourceVersions included) and never holds two.
  */
 #include <json-c/json.h>
@@ -23,12 +23,11 @@ static const struct {
     { "", "namespaces", "kube-node-lease", "{\"metadata\":{\"name\":\"kube-node-lease\"}}" },
     { "scheduling.k8s.io", "priorityclasses", "system-node-critical",
       "{\"metadata\":{\"name\":\"system-node-critical\"},\"value\":2000001000,"
-      "\"description\":\"Used for system critical pods that must not be moved from their current node.\","
-      "\"preemptionPolicy\":\"PreemptLowerPriority\"}" },
+      "\"description\":\"Used for system critical pods that must not be moved from their current node.\"}" },
     { "scheduling.k8s.io", "priorityclasses", "system-cluster-critical",
       "{\"metadata\":{\"name\":\"system-cluster-critical\"},\"value\":2000000000,"
       "\"description\":\"Used for system critical pods that must run in the cluster, but can be moved to another "
-      "node if necessary.\",\"preemptionPolicy\":\"PreemptLowerPriority\"}" },
+      "node if necessary.\"}" },
 };
 
 void fg__store_seed(struct fg__store *st)

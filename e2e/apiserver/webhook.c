@@ -31,6 +31,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/defaults.h"
 #include "e2e/apiserver/hook_client.h"
 #include "e2e/apiserver/patch.h"
 #include "operator/kube/selector.h"
@@ -327,8 +328,8 @@ static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const ch
         free(text);
         return code == 403 ? FG_E_KUBE_FORBIDDEN : FG_E_KUBE_BAD_REQUEST;
     }
-    if (!err && mutating)
-        err = apply_patch(response, obj, msg);
+    if (!err && mutating && (err = apply_patch(response, obj, msg)) == FG_OK)
+        fg__defaults_apply(type, *obj); /* kube defaults what a webhook patched, as it decodes it */
     if (err && ignore) {
         err = FG_OK;
     } else if (err) {

@@ -101,8 +101,10 @@ static void fresh_server_and_state_file(void **state)
     fg_apiserver_stop(s.srv);
     assert_int_equal(fg_apiserver_save_state(s.srv, msg), FG_OK);
     tc_server_stop(&s);
-    static const char *const names[] = { "\"default\"", "\"kube-system\"", "\"kube-public\"", "\"kube-node-lease\"",
-                                         "\"system-node-critical\"", "\"system-cluster-critical\"" };
+    static const char *const names[] = { "\"name\":\"default\"", "\"name\":\"kube-system\"",
+                                         "\"name\":\"kube-public\"", "\"name\":\"kube-node-lease\"",
+                                         "\"name\":\"system-node-critical\"",
+                                         "\"name\":\"system-cluster-critical\"" };
     for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
         assert_int_equal(occurrences(file, names[i]), 1);
 

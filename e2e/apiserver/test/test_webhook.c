@@ -372,7 +372,8 @@ static void test_update_waits_for_webhook(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
-/* A mutating webhook sees the pod as built-in admission left it: its priority already resolved. */
+/* A mutating webhook sees the pod as defaulting and built-in admission left it: defaults filled in,
+ * its priority resolved. */
 static void test_webhook_sees_admitted_pod(void **state)
 {
     struct ctx *c = *state;
@@ -387,6 +388,9 @@ static void test_webhook_sees_admitted_pod(void **state)
     assert_true(fg_json_get_int64(pod, &priority, "spec", "priority", NULL));
     assert_int_equal(priority, 0);
     assert_string_equal(fg_json_get_str(pod, "spec", "preemptionPolicy", NULL), "PreemptLowerPriority");
+    assert_string_equal(fg_json_get_str(pod, "spec", "schedulerName", NULL), "default-scheduler");
+    json_object *ct = json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0);
+    assert_string_equal(fg_json_get_str(ct, "imagePullPolicy", NULL), "Always");
     json_object_put(review);
 }
 
