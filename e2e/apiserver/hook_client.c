@@ -23,6 +23,7 @@ struct fg__hook_call {
     struct fg__hook_client *c;
     CURL *easy;
     struct curl_slist *headers;
+    struct curl_slist *connect_to;
     struct fg_buf reply;
     char *url;
     char *body;
@@ -115,6 +116,7 @@ static void call_free(struct fg__hook_call *call)
     curl_multi_remove_handle(c->multi, call->easy);
     curl_easy_cleanup(call->easy);
     curl_slist_free_all(call->headers);
+    curl_slist_free_all(call->connect_to);
     fg_buf_cleanup(&call->reply);
     free(call->url);
     free(call->body);
@@ -182,15 +184,14 @@ static void check_done(struct fg__hook_client *c)
     }
 }
 
-enum fg_err fg__hook_client_post(struct fg__hook_client *c, const char *url, const void *ca, size_t ca_len,
-                                 long timeout_s, const char *body, fg__hook_done_fn *done, void *ud,
-                                 struct fg__hook_call **out, char *errmsg)
+enum fg_err fg__hook_client_post(struct fg__hook_client *c, const struct fg__hook_target *target, const char *body,
+                                 fg__hook_done_fn *done, void *ud, struct fg__hook_call **out, char *errmsg)
 {
     struct fg__hook_call *call = fg_calloc(1, sizeof(*call));
     call->c = c;
     call->done = done;
     call->ud = ud;
-    call->url = fg_strdup(url);
+    call->url = fg_strdup(target->url);
     call->body = fg_strdup(body);
     fg_buf_init(&call->reply, MAX_REPLY);
     call->easy = curl_easy_init();
@@ -206,13 +207,17 @@ enum fg_err fg__hook_client_post(struct fg__hook_client *c, const char *url, con
     curl_easy_setopt(call->easy, CURLOPT_URL, call->url);
     curl_easy_setopt(call->easy, CURLOPT_POSTFIELDS, call->body);
     curl_easy_setopt(call->easy, CURLOPT_HTTPHEADER, call->headers);
-    curl_easy_setopt(call->easy, CURLOPT_TIMEOUT_MS, timeout_s * 1000L);
+    curl_easy_setopt(call->easy, CURLOPT_TIMEOUT_MS, target->timeout_s * 1000L);
     curl_easy_setopt(call->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(call->easy, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(call->easy, CURLOPT_WRITEDATA, &call->reply);
     curl_easy_setopt(call->easy, CURLOPT_PRIVATE, call);
-    if (ca) {
-        struct curl_blob blob = { .data = (void *)ca, .len = ca_len, .flags = CURL_BLOB_COPY };
+    if (target->connect_to) {
+        call->connect_to = curl_slist_append(NULL, target->connect_to);
+        curl_easy_setopt(call->easy, CURLOPT_CONNECT_TO, call->connect_to);
+    }
+    if (target->ca) {
+        struct curl_blob blob = { .data = (void *)target->ca, .len = target->ca_len, .flags = CURL_BLOB_COPY };
         curl_easy_setopt(call->easy, CURLOPT_CAINFO_BLOB, &blob);
     }
     call->next = c->calls;

@@ -6,7 +6,8 @@
  * ValidatingWebhookConfigurations (after it), and for each webhook whose rules (operations,
  * apiGroups, apiVersions, resources, scope), namespaceSelector (on the namespace's labels) and
  * objectSelector (on the object's labels) match, POSTs an admission.k8s.io/v1 AdmissionReview to
- * clientConfig.url with `?timeout=Ns`, over HTTPS verified against the caBundle. A reply must echo
+ * clientConfig.url, or to the endpoint of clientConfig.service (webhook_service.c), with
+ * `?timeout=Ns`, over HTTPS verified against the caBundle. A reply must echo
  * the request's uid. allowed:false refuses the write with the webhook's status (400 and "admission
  * webhook \"NAME\" denied the request: ..." unless it says otherwise); a mutating webhook's
  * base64 JSONPatch is applied to the object. A call that fails or times out (timeoutSeconds, default
@@ -210,10 +211,51 @@ static void on_call_done(void *ud, enum fg_err err, json_object *reply, const ch
     a->on_ready(a->ud);
 }
 
+/* Where a call goes: the URL with ?timeout=Ns, and for a service "HOST:PORT:ADDRESS:PORT" (curl's
+ * CONNECT_TO), so that TLS checks the Service's name while the call goes to its endpoint. */
+struct target {
+    char *url;
+    char *connect_to; /* NULL for clientConfig.url */
+    long timeout_s;
+};
+
+static void target_cleanup(struct target *t)
+{
+    free(t->url);
+    free(t->connect_to);
+}
+
+/* The target of a webhook; a service that cannot be resolved fails the call as kube's dialer does. */
+static enum fg_err hook_target(struct fg__store *st, json_object *hook, struct target *t, char *errmsg)
+{
+    *t = (struct target){ .timeout_s = DEFAULT_TIMEOUT_S };
+    int64_t timeout_s = DEFAULT_TIMEOUT_S;
+    if (fg_json_get_int64(hook, &timeout_s, "timeoutSeconds", NULL) && timeout_s >= 1 && timeout_s <= 30)
+        t->timeout_s = (long)timeout_s;
+    const char *url = fg_json_get_str(hook, "clientConfig", "url", NULL);
+    json_object *service = fg_json_get(hook, "clientConfig", "service", NULL);
+    char *base = NULL, reason[FG_ERRMSG_MAX];
+    enum fg_err err = FG_OK;
+    if (url)
+        base = fg_strdup(url);
+    else if (service)
+        err = fg__webhook_service(st, service, &base, &t->connect_to, reason);
+    else
+        return fg_errmsg(errmsg, FG_E_INVAL, "clientConfig needs a url or a service");
+    if (base)
+        t->url = fg_asprintf("%s%stimeout=%lds", base, strchr(base, '?') ? "&" : "?", t->timeout_s);
+    free(base);
+    if (err && t->url)
+        fg_errmsg(errmsg, err, "failed to call webhook: Post \"%s\": %s", t->url, reason);
+    else if (err)
+        fg_errmsg(errmsg, err, "%s", reason);
+    return err;
+}
+
 /* Starts the call of one webhook with the review; FG_E_BUSY once it is in flight, else the reason. */
-static enum fg_err start_call(struct fg__admission *a, json_object *hook, const char *key, const char *url,
-                              long timeout_s, const struct fg__type *type, const char *op, json_object *obj,
-                              json_object *cur, char *errmsg)
+static enum fg_err start_call(struct fg__admission *a, json_object *hook, const char *key, const struct target *t,
+                              const struct fg__type *type, const char *op, json_object *obj, json_object *cur,
+                              char *errmsg)
 {
     const char *ca_b64 = fg_json_get_str(hook, "clientConfig", "caBundle", NULL);
     size_t ca_len = 0;
@@ -229,17 +271,15 @@ static enum fg_err start_call(struct fg__admission *a, json_object *hook, const 
     memset(r, 0, sizeof(*r));
     new_uid(r->uid);
     json_object *doc = review(type, r->uid, op, obj, cur);
-    char *full_url = fg_asprintf("%s%stimeout=%lds", url, strchr(url, '?') ? "&" : "?", timeout_s);
     const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    enum fg_err err = fg__hook_client_post(a->client, full_url, ca, ca_len, timeout_s, text, on_call_done, a,
-                                           &a->pending, errmsg);
+    struct fg__hook_target target = { t->url, t->connect_to, ca, ca_len, t->timeout_s };
+    enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
     if (!err) {
         r->key = fg_strdup(key);
         r->err = FG_E_BUSY;
         a->n++;
         err = FG_E_BUSY;
     }
-    free(full_url);
     json_object_put(doc);
     free(ca);
     return err;
@@ -247,19 +287,19 @@ static enum fg_err start_call(struct fg__admission *a, json_object *hook, const 
 
 /* The reply of the call of this webhook in this run: FG_OK with *reply (borrowed) and uid, FG_E_BUSY
  * while the call is in flight (started now when there was none), or the call's failure in errmsg. */
-static enum fg_err hook_reply(struct fg__admission *a, json_object *hook, const char *key, const struct fg__type *type,
+static enum fg_err hook_reply(struct fg__store *st, json_object *hook, const char *key, const struct fg__type *type,
                               const char *op, json_object *obj, json_object *cur, json_object **reply,
                               const char **uid, char *errmsg)
 {
-    const char *url = fg_json_get_str(hook, "clientConfig", "url", NULL);
-    int64_t timeout_s = DEFAULT_TIMEOUT_S;
-    fg_json_get_int64(hook, &timeout_s, "timeoutSeconds", NULL);
-    if (timeout_s < 1 || timeout_s > 30)
-        timeout_s = DEFAULT_TIMEOUT_S;
-    if (!url)
-        return fg_errmsg(errmsg, FG_E_INVAL, "only clientConfig.url is supported");
-    if (a->next >= a->n || strcmp(a->v[a->next].key, key))
-        return start_call(a, hook, key, url, (long)timeout_s, type, op, obj, cur, errmsg);
+    struct fg__admission *a = st->admission;
+    if (a->next >= a->n || strcmp(a->v[a->next].key, key)) {
+        struct target t;
+        enum fg_err err = hook_target(st, hook, &t, errmsg);
+        if (!err)
+            err = start_call(a, hook, key, &t, type, op, obj, cur, errmsg);
+        target_cleanup(&t);
+        return err;
+    }
     struct fg__hook_reply *r = &a->v[a->next++];
     *reply = r->reply;
     *uid = r->uid;
@@ -304,7 +344,7 @@ static enum fg_err apply_patch(json_object *response, json_object **obj, char *e
 
 /* Calls one webhook; FG_OK (possibly with *obj mutated), FG_E_BUSY while its call is in flight, or
  * an error with *out the Status. */
-static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const char *key, const struct fg__type *type,
+static enum fg_err run_hook(struct fg__store *st, json_object *hook, const char *key, const struct fg__type *type,
                             const char *op, json_object *cur, json_object **obj, bool mutating, json_object **out)
 {
     const char *name = fg_json_get_str(hook, "name", NULL);
@@ -312,7 +352,7 @@ static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const ch
     char msg[FG_ERRMSG_MAX];
     json_object *reply = NULL;
     const char *uid = NULL;
-    enum fg_err err = hook_reply(a, hook, key, type, op, *obj, cur, &reply, &uid, msg);
+    enum fg_err err = hook_reply(st, hook, key, type, op, *obj, cur, &reply, &uid, msg);
     if (err == FG_E_BUSY)
         return err;
     if (!err)
@@ -364,7 +404,7 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
             const char *hook_name = fg_json_get_str(hook, "name", NULL);
             char *key = fg_asprintf("%s/%s/%s", mutating ? "mutating" : "validating", cfg_name ? cfg_name : "",
                                     hook_name ? hook_name : "");
-            err = run_hook(st->admission, hook, key, type, op, cur, obj, mutating, out);
+            err = run_hook(st, hook, key, type, op, cur, obj, mutating, out);
             free(key);
         }
         json_object_put(cfg);

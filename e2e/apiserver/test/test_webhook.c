@@ -3,7 +3,9 @@
  * webhook, other clients' GETs, writes and watch events are served at once; timeouts and garbage
  * replies follow failurePolicy; a client leaving mid-call and a server stopped mid-call lose
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
- * built-in admission. The webhook is the HTTPS test webhook the kubectl suite serves
+ * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
+ * certificate checked against the Service's name, and every way of not reaching it follows
+ * failurePolicy. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
  */
 #include <setjmp.h>
@@ -394,6 +396,117 @@ static void test_webhook_sees_admitted_pod(void **state)
     json_object_put(review);
 }
 
+/* A Service in default with the port 443 named https (target 8443, which no slice needs to match). */
+static void add_service(struct ctx *c, const char *name)
+{
+    char *body = fg_asprintf("{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"ports\":[{\"name\":\"https\","
+                             "\"port\":443,\"targetPort\":8443}]}}", name);
+    tc_create(c->server.base, "/api/v1/namespaces/default/services", body);
+    free(body);
+}
+
+/* An EndpointSlice of the service with one endpoint, 127.0.0.1 on `port` named port_name; ready is
+ * the JSON of conditions.ready, or NULL to leave it out. */
+static void add_slice(struct ctx *c, const char *name, const char *service, const char *port_name, unsigned port,
+                      const char *ready)
+{
+    char *body = fg_asprintf("{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/service-name\":\"%s\"}},"
+                             "\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"%s\",\"port\":%u}],\"endpoints\":"
+                             "[{\"addresses\":[\"127.0.0.1\"]%s%s%s}]}", name, service, port_name, port,
+                             ready ? ",\"conditions\":{\"ready\":" : "", ready ? ready : "", ready ? "}" : "");
+    tc_create(c->server.base, "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", body);
+    free(body);
+}
+
+/* A mutating configuration "svc" whose one webhook is reached through the service (port 443 unless
+ * port is given) at /hook. */
+static void add_service_hook(struct ctx *c, const char *service, const char *policy, unsigned port)
+{
+    char port_field[32] = "";
+    if (port)
+        snprintf(port_field, sizeof(port_field), ",\"port\":%u", port);
+    char *body = fg_asprintf(
+        "{\"metadata\":{\"name\":\"svc\"},\"webhooks\":[{\"name\":\"h0.svc.test.fracgpu.io\","
+        "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"failurePolicy\":\"%s\",\"timeoutSeconds\":5,"
+        "\"clientConfig\":{\"service\":{\"namespace\":\"default\",\"name\":\"%s\",\"path\":\"/hook\"%s},"
+        "\"caBundle\":\"%s\"},\"rules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+        "\"resources\":[\"pods\"]}]}]}", policy, service, port_field, c->wh.ca_b64);
+    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", body);
+    free(body);
+}
+
+/* Through a Service and its EndpointSlices: the not-ready endpoint is passed over, the ready one
+ * called, its certificate checked against e2e-webhook.default.svc. */
+static void test_service_webhook(void **state)
+{
+    struct ctx *c = *state;
+    add_service(c, KCW_SERVICE_NAME);
+    add_slice(c, "a-not-ready", KCW_SERVICE_NAME, "https", 1, "false");
+    add_slice(c, "b-ready", KCW_SERVICE_NAME, "https", c->wh.port, NULL);
+    add_service_hook(c, KCW_SERVICE_NAME, "Fail", 0);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "through-service", &json), 201);
+    assert_string_equal(fg_json_get_str(json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    json_object_put(json);
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+}
+
+/* TLS checks the Service's name, not the address: a Service whose name the certificate lacks fails. */
+static void test_service_name_checked(void **state)
+{
+    struct ctx *c = *state;
+    add_service(c, "impostor");
+    add_slice(c, "impostor", "impostor", "https", c->wh.port, "true");
+    add_service_hook(c, "impostor", "Fail", 0);
+    expect_failure(c, "unchecked", "failed calling webhook \"h0.svc.test.fracgpu.io\": failed to call webhook: Post "
+                   "\"https://impostor.default.svc:443/hook?timeout=5s\": SSL peer certificate");
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+}
+
+#define SVC_POST "Internal error occurred: failed calling webhook \"h0.svc.test.fracgpu.io\": failed to call webhook: " \
+                 "Post \"https://" KCW_SERVICE_NAME ".default.svc:"
+
+/* Each way a service cannot be reached fails the call without calling anything: refused under Fail,
+ * let through unmutated under Ignore. */
+static void check_service_failures(struct ctx *c, const char *policy)
+{
+    bool fail = !strcmp(policy, "Fail");
+    static const char no_endpoints[] = SVC_POST "443/hook?timeout=5s\": no endpoints available for service \""
+                                       KCW_SERVICE_NAME "\"";
+    add_service_hook(c, KCW_SERVICE_NAME, policy, 0);
+    for (int step = 0; step < 5; step++) {
+        const char *msg = no_endpoints;
+        if (step == 0) {
+            msg = SVC_POST "443/hook?timeout=5s\": service \"" KCW_SERVICE_NAME "\" not found";
+        } else if (step == 1) {
+            add_service(c, KCW_SERVICE_NAME); /* and no slices */
+        } else if (step == 2) {
+            add_slice(c, "not-ready", KCW_SERVICE_NAME, "https", c->wh.port, "false");
+        } else if (step == 3) {
+            add_slice(c, "wrong-port-name", KCW_SERVICE_NAME, "metrics", c->wh.port, "true");
+        } else {
+            json_object_put(tc_expect_json(c->server.base, "DELETE", "/apis/admissionregistration.k8s.io/v1/"
+                                           "mutatingwebhookconfigurations/svc", NULL, NULL, 200));
+            add_service_hook(c, KCW_SERVICE_NAME, policy, 8443);
+            msg = SVC_POST "8443/hook?timeout=5s\": no service port 8443 found for service \"" KCW_SERVICE_NAME "\"";
+        }
+        char name[16];
+        snprintf(name, sizeof(name), "step-%d", step);
+        if (fail) {
+            json_object *json = NULL;
+            assert_int_equal(create_pod(c, name, &json), 500);
+            assert_string_equal(fg_json_get_str(json, "message", NULL), msg);
+            json_object_put(json);
+        } else {
+            expect_created_unmutated(c, name);
+        }
+    }
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+}
+
+static void test_service_failures_fail(void **state) { check_service_failures(*state, "Fail"); }
+static void test_service_failures_ignore(void **state) { check_service_failures(*state, "Ignore"); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +521,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_name_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_failures_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_failures_ignore, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

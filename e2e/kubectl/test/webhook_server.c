@@ -190,7 +190,8 @@ static bool make_cert(struct kcw_server *w, const char *dir)
 {
     char *cmd = fg_asprintf("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
                             "-keyout %s/wh.key -out %s/wh.crt -days 1 -subj /CN=e2e-webhook "
-                            "-addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:TRUE "
+                            "-addext subjectAltName=IP:127.0.0.1,DNS:" KCW_SERVICE_NAME "." KCW_SERVICE_NAMESPACE ".svc "
+                            "-addext basicConstraints=critical,CA:TRUE "
                             ">/dev/null 2>&1", dir, dir);
     int rc = system(cmd);
     free(cmd);

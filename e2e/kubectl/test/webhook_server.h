@@ -2,7 +2,8 @@
  * webhook_server — an HTTPS admission webhook the kubectl tests serve themselves.
  *
  * It listens on 127.0.0.1 (port 0) with a certificate made by the openssl command for
- * IP:127.0.0.1, on a thread of its own that starts a thread per connection (kept alive for more
+ * IP:127.0.0.1 and DNS:e2e-webhook.default.svc (so that a Service e2e-webhook in default, with an
+ * EndpointSlice pointing here, can front it), on a thread of its own that starts a thread per connection (kept alive for more
  * reviews), and answers AdmissionReviews according to its mode: MUTATE allows with a JSONPatch
  * adding the label mutated-by=e2e-webhook, SLOW allows after sleeping past any short
  * timeoutSeconds, DENY refuses with "no pods today"; NOT_JSON, WRONG_UID and WRONG_KIND answer
@@ -22,6 +23,9 @@
 enum kcw_mode { KCW_MUTATE, KCW_SLOW, KCW_DENY, KCW_NOT_JSON, KCW_WRONG_UID, KCW_WRONG_KIND };
 
 #define KCW_SLOW_MS 2500
+/* The Service name and namespace the certificate is good for (as e2e-webhook.default.svc). */
+#define KCW_SERVICE_NAME "e2e-webhook"
+#define KCW_SERVICE_NAMESPACE "default"
 
 struct kcw_server {
     int fd;
