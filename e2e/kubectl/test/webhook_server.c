@@ -2,6 +2,7 @@
 #include "e2e/kubectl/test/webhook_server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -61,8 +63,24 @@ static void write_reply(SSL *ssl, const char *text)
     free(msg);
 }
 
-/* Answers one review (body taken); false when the request was not one (the connection is then closed). */
-static bool answer(struct kcw_server *w, SSL *ssl, char *body)
+/* Sleeps until `delay_ms` after `since` (CLOCK_MONOTONIC), so that the answer leaves that long after
+ * the review arrived, however long reading it took. */
+static void sleep_until(const struct timespec *since, unsigned delay_ms)
+{
+    struct timespec at = *since;
+    at.tv_sec += delay_ms / 1000;
+    at.tv_nsec += (long)(delay_ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+}
+
+/* Answers one review (body taken) that arrived at `since`; false when the request was not one (the
+ * connection is then closed). */
+static bool answer(struct kcw_server *w, SSL *ssl, char *body, const struct timespec *since)
 {
     json_object *doc = NULL;
     if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK) {
@@ -81,7 +99,7 @@ static bool answer(struct kcw_server *w, SSL *ssl, char *body)
     unsigned delay_ms = mode == KCW_SLOW ? KCW_SLOW_MS : w->delay_ms;
     pthread_mutex_unlock(&w->mu);
     if (delay_ms)
-        usleep(delay_ms * 1000);
+        sleep_until(since, delay_ms);
     if (mode == KCW_NOT_JSON) {
         write_reply(ssl, "this is not JSON");
         json_object_put(doc);
@@ -127,8 +145,9 @@ static void *serve_conn(void *arg)
     if (SSL_accept(ssl) == 1) {
         char *body;
         bool more = true;
-        while (more && (body = read_request(ssl)))
-            more = answer(c->w, ssl, body);
+        struct timespec since;
+        while (more && (body = read_request(ssl)) && clock_gettime(CLOCK_MONOTONIC, &since) == 0)
+            more = answer(c->w, ssl, body, &since);
         SSL_shutdown(ssl);
     }
     SSL_free(ssl);

@@ -3,13 +3,13 @@
  *
  * It listens on 127.0.0.1 (port 0) with a certificate made by the openssl command for
  * IP:127.0.0.1 and DNS:e2e-webhook.default.svc (so that a Service e2e-webhook in default, with an
- * EndpointSlice pointing here, can front it), on a thread of its own that starts a thread per connection (kept alive for more
- * reviews), and answers AdmissionReviews according to its mode: MUTATE allows with a JSONPatch
- * adding the label mutated-by=e2e-webhook, SLOW allows after sleeping past any short
- * timeoutSeconds, DENY refuses with "no pods today"; NOT_JSON, WRONG_UID and WRONG_KIND answer
- * garbage (a body that is not JSON, another uid, a review of another kind). Every answer waits
- * delay_ms first. It counts the reviews it received and keeps the last one's operation and kind, and
- * the last review itself.
+ * EndpointSlice pointing here, can front it), on a thread of its own that starts a thread per
+ * connection (kept alive for more reviews), and answers AdmissionReviews according to its mode:
+ * MUTATE allows with a JSONPatch adding the label mutated-by=e2e-webhook, SLOW allows after sleeping
+ * past any short timeoutSeconds, DENY refuses with "no pods today"; NOT_JSON, WRONG_UID and
+ * WRONG_KIND answer garbage (a body that is not JSON, another uid, a review of another kind). Every
+ * answer leaves delay_ms after its review arrived (reading and parsing it included). It counts the
+ * reviews it received and keeps the last one's operation and kind, and the last review itself.
  */
 #ifndef FG_E2E_KUBECTL_WEBHOOK_SERVER_H
 #define FG_E2E_KUBECTL_WEBHOOK_SERVER_H
