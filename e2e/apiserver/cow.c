@@ -68,15 +68,7 @@ json_object *fg__cow_own(struct fg__cow *c, struct fg__cow_node *n)
     json_object *parent = fg__cow_own(c, n->up);
     if (!json_object_is_type(parent, n->key ? json_type_object : json_type_array))
         return NULL;
-    json_object *copy;
-    if (json_object_is_type(n->obj, json_type_array)) {
-        size_t len = json_object_array_length(n->obj);
-        copy = json_object_new_array_ext((int)(len ? len : 1));
-        for (size_t i = 0; i < len; i++)
-            json_object_array_add(copy, json_object_get(json_object_array_get_idx(n->obj, i)));
-    } else {
-        copy = n->obj ? fg__json_shallow_dup(n->obj) : json_object_new_object();
-    }
+    json_object *copy = n->obj ? fg__json_shallow_dup(n->obj) : json_object_new_object();
     if (n->key)
         json_object_object_add(parent, n->key, copy);
     else

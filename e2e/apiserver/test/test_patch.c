@@ -41,9 +41,11 @@ static enum fg_err apply(enum kind k, const char *def, const char *orig, const c
     enum fg_err err = k == MERGE ? fg__patch_merge(o, p, &out, msg)
                     : k == JSONP ? fg__patch_json(o, p, &out, msg)
                                  : fg__patch_strategic(&reg, def, o, p, &out, msg);
-    json_object *orig_again = parse(orig);
+    json_object *orig_again = parse(orig), *patch_again = parse(patch);
     assert_true(json_object_equal(o, orig_again)); /* the original is never modified */
+    assert_true(json_object_equal(p, patch_again)); /* nor the patch, whose values the result may share */
     json_object_put(orig_again);
+    json_object_put(patch_again);
     if (!err && want) {
         json_object *w = parse(want);
         if (!json_object_equal(out, w))
@@ -70,6 +72,26 @@ static void merge_patch_rfc7386(void **state)
     char msg[FG_ERRMSG_MAX];
     assert_int_equal(apply(MERGE, NULL, "{}", "[1]", NULL, msg), FG_E_PARSE);
     assert_non_null(strstr(msg, "object"));
+}
+
+/* A JSON patch copies only what it changes: values it added, copied or moved, edited by later
+ * operations, change nowhere else. */
+static void json_patch_shares_safely(void **state)
+{
+    (void)state;
+    assert_int_equal(apply(JSONP, NULL, "{\"a\":{\"b\":[1]},\"s\":{\"t\":1}}",
+                           "[{\"op\":\"copy\",\"from\":\"/a\",\"path\":\"/z\"},"
+                           "{\"op\":\"add\",\"path\":\"/z/b/-\",\"value\":2},"
+                           "{\"op\":\"add\",\"path\":\"/n\",\"value\":{\"q\":[1]}},"
+                           "{\"op\":\"add\",\"path\":\"/n/q/-\",\"value\":3},"
+                           "{\"op\":\"copy\",\"from\":\"/n\",\"path\":\"/m\"},"
+                           "{\"op\":\"replace\",\"path\":\"/m/q/0\",\"value\":4},"
+                           "{\"op\":\"move\",\"from\":\"/s\",\"path\":\"/a/s\"},"
+                           "{\"op\":\"replace\",\"path\":\"/a/s/t\",\"value\":5}]",
+                           "{\"a\":{\"b\":[1],\"s\":{\"t\":5}},\"z\":{\"b\":[1,2]},\"n\":{\"q\":[1,3]},"
+                           "\"m\":{\"q\":[4,3]}}", NULL), FG_OK);
+    assert_int_equal(apply(JSONP, NULL, "{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"\",\"value\":[1]},"
+                           "{\"op\":\"add\",\"path\":\"/-\",\"value\":2}]", "[1,2]", NULL), FG_OK);
 }
 
 static void json_patch_ops(void **state)
@@ -226,6 +248,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(merge_patch_rfc7386),
         cmocka_unit_test(json_patch_ops),
+        cmocka_unit_test(json_patch_shares_safely),
         cmocka_unit_test(strategic_merges_lists_by_key),
         cmocka_unit_test(strategic_replaces_lists_without_strategy),
         cmocka_unit_test(strategic_directives),
