@@ -10,12 +10,15 @@
 #include "base/mem.h"
 
 #define MAX_REPLY (4u << 20)
+#define IDLE_MAX 16 /* easy handles kept for reuse (reset, not freed, between calls) */
 
 struct fg__hook_client {
     struct event_base *base;
     CURLM *multi;
     struct event *timer;
     struct fg__hook_call *calls;
+    CURL *idle[IDLE_MAX];
+    size_t nidle;
 };
 
 struct fg__hook_call {
@@ -114,7 +117,12 @@ static void call_free(struct fg__hook_call *call)
     if (call->next)
         call->next->prev = call->prev;
     curl_multi_remove_handle(c->multi, call->easy);
-    curl_easy_cleanup(call->easy);
+    if (c->nidle < IDLE_MAX) {
+        curl_easy_reset(call->easy);
+        c->idle[c->nidle++] = call->easy;
+    } else {
+        curl_easy_cleanup(call->easy);
+    }
     curl_slist_free_all(call->headers);
     curl_slist_free_all(call->connect_to);
     fg_buf_cleanup(&call->reply);
@@ -134,6 +142,8 @@ void fg__hook_client_free(struct fg__hook_client *c)
         return;
     while (c->calls)
         call_free(c->calls);
+    while (c->nidle)
+        curl_easy_cleanup(c->idle[--c->nidle]);
     if (c->multi)
         curl_multi_cleanup(c->multi);
     if (c->timer)
@@ -194,7 +204,7 @@ enum fg_err fg__hook_client_post(struct fg__hook_client *c, const struct fg__hoo
     call->url = fg_strdup(target->url);
     call->body = fg_strdup(body);
     fg_buf_init(&call->reply, MAX_REPLY);
-    call->easy = curl_easy_init();
+    call->easy = c->nidle ? c->idle[--c->nidle] : curl_easy_init();
     if (!call->easy) {
         fg_buf_cleanup(&call->reply);
         free(call->url);

@@ -2,10 +2,12 @@
  * hook_client — asynchronous HTTPS POSTs of admission reviews, driven by the server's event loop.
  *
  * One libcurl multi handle per server, its sockets and its timer watched by libevent events on the
- * server's event_base, so a webhook that answers slowly never holds up other requests. A call
- * verifies the peer against the CA given (the webhook's caBundle) and the URL's host name, even when
- * it connects elsewhere (a Service's endpoint), ends after timeout_s at the latest, and reports once, through its done function, with the parsed JSON reply or a reason. The
- * client owns its calls: a call is freed right before its done function runs, and
+ * server's event_base, so a webhook that answers slowly never holds up other requests; connections
+ * stay open in the multi handle's cache for the next calls, and easy handles are reset and kept
+ * rather than freed. A call verifies the peer against the CA given (the webhook's caBundle) and the
+ * URL's host name, even when it connects elsewhere (a Service's endpoint), ends after timeout_s at
+ * the latest, and reports once, through its done function, with the parsed JSON reply or a reason.
+ * The client owns its calls: a call is freed right before its done function runs, and
  * fg__hook_call_cancel frees one without reporting. Everything runs on the loop thread.
  */
 #ifndef FG_E2E_APISERVER_HOOK_CLIENT_H

@@ -28,6 +28,7 @@
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/apiserver/registry.h"
+#include "base/json.h"
 #include "operator/kube/selector.h"
 #include "e2e/apiserver/store.h"
 
@@ -100,6 +101,7 @@ struct fg_apiserver {
     struct event_base *base;
     struct evhttp *http; /* NULL while down during a restart */
     struct evbuffer *scratch;
+    struct fg_json_parser parser;   /* request bodies, one tokener reused */
     struct fg__watcher *watchers;
     size_t nwatchers;
     struct fg__delayed *delayed;
@@ -132,6 +134,8 @@ void fg__http_on_request(struct evhttp_request *req, void *arg);
 void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req);
 /* Replies with o's JSON (o borrowed). */
 void fg__reply_json(struct evhttp_request *req, int code, json_object *o);
+/* Replies with JSON text already serialized (a stored object's), by reference. */
+void fg__reply_text(struct evhttp_request *req, int code, struct fg__text *text);
 /* The same with another media type (Tables, aggregated discovery); o stays the caller's. */
 void fg__reply_json_as(struct evhttp_request *req, int code, json_object *o, const char *content_type);
 /* Replies with a Status (taken); its code is the HTTP code. */

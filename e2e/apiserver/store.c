@@ -97,6 +97,15 @@ const struct fg__entry *fg__store_get(struct fg__store *st, const struct fg__typ
     return e;
 }
 
+struct fg__text *fg__store_text_of(struct fg__store *st, const struct fg__type *type, json_object *obj)
+{
+    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
+    const struct fg__entry *e = name ? fg__store_get(st, type, fg_json_get_str(obj, "metadata", "namespace", NULL),
+                                                     name)
+                                     : NULL;
+    return e && e->obj == obj ? e->text : NULL;
+}
+
 struct fg__event *fg__store_history(struct fg__store *st, size_t i)
 {
     return &st->ring[(st->head + i) % st->cap];

@@ -82,6 +82,9 @@ size_t fg__store_lower_bound(const struct fg__bucket *b, const char *key);
 const struct fg__entry *fg__store_get(struct fg__store *st, const struct fg__type *type, const char *ns,
                                       const char *name);
 
+/* The text the store serialized obj to, when obj is the object it holds under obj's name (borrowed),
+ * else NULL: what replies and webhook reviews send instead of serializing again. */
+struct fg__text *fg__store_text_of(struct fg__store *st, const struct fg__type *type, json_object *obj);
 /* Commits obj (taken) under its metadata: sets metadata.resourceVersion to the next revision,
  * inserts or replaces the entry and records an ADDED or MODIFIED event. Returns the entry. */
 const struct fg__entry *fg__store_put(struct fg__store *st, const struct fg__type *type, json_object *obj);

@@ -95,40 +95,50 @@ static bool hook_applies(struct fg__store *st, json_object *hook, const struct f
     return nse && selector_accepts(ns_selector, nse->obj);
 }
 
-static json_object *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
-                           json_object *cur)
+/* Appends raw text; an unlimited buffer cannot refuse it. */
+static void put_raw(struct fg_buf *b, const char *raw, size_t len)
 {
-    json_object *req = json_object_new_object();
-    fg_json_set_str(req, "uid", uid);
-    json_object *kind = json_object_new_object(), *resource = json_object_new_object();
-    fg_json_set_str(kind, "group", type->group);
-    fg_json_set_str(kind, "version", type->version);
-    fg_json_set_str(kind, "kind", type->kind);
-    fg_json_set_str(resource, "group", type->group);
-    fg_json_set_str(resource, "version", type->version);
-    fg_json_set_str(resource, "resource", type->plural);
-    json_object_object_add(req, "kind", kind);
-    json_object_object_add(req, "resource", resource);
-    json_object_object_add(req, "requestKind", json_object_get(kind));
-    json_object_object_add(req, "requestResource", json_object_get(resource));
-    fg_json_set_str(req, "name", fg_json_get_str(obj, "metadata", "name", NULL));
-    fg_json_set_str(req, "namespace", fg_json_get_str(obj, "metadata", "namespace", NULL));
-    fg_json_set_str(req, "operation", op);
-    json_object *user = json_object_new_object();
-    fg_json_set_str(user, "username", "kubernetes-admin");
-    json_object *groups = json_object_new_array();
-    json_object_array_add(groups, json_object_new_string("system:masters"));
-    json_object_array_add(groups, json_object_new_string("system:authenticated"));
-    json_object_object_add(user, "groups", groups);
-    json_object_object_add(req, "userInfo", user);
-    json_object_object_add(req, "object", json_object_get(obj));
-    json_object_object_add(req, "oldObject", json_object_get(cur));
-    json_object_object_add(req, "dryRun", json_object_new_boolean(false));
-    json_object *doc = json_object_new_object();
-    fg_json_set_str(doc, "apiVersion", "admission.k8s.io/v1");
-    fg_json_set_str(doc, "kind", "AdmissionReview");
-    json_object_object_add(doc, "request", req);
-    return doc;
+    if (fg_buf_append(b, raw, len) != FG_OK)
+        abort();
+}
+
+/* The AdmissionReview text, written around the object's serialization (and the stored text of the old
+ * object on an update) rather than built as a tree and serialized whole. */
+static char *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
+                    json_object *cur, struct fg__text *cur_text, bool dry_run)
+{
+    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
+    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
+    const struct { const char *raw, *str; } parts[] = {
+        { "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":", uid },
+        { ",\"kind\":{\"group\":", type->group }, { ",\"version\":", type->version }, { ",\"kind\":", type->kind },
+        { "},\"resource\":{\"group\":", type->group }, { ",\"version\":", type->version },
+        { ",\"resource\":", type->plural },
+        { "},\"requestKind\":{\"group\":", type->group }, { ",\"version\":", type->version },
+        { ",\"kind\":", type->kind },
+        { "},\"requestResource\":{\"group\":", type->group }, { ",\"version\":", type->version },
+        { ",\"resource\":", type->plural },
+        { "}", NULL }, { name ? ",\"name\":" : "", name }, { ns ? ",\"namespace\":" : "", ns },
+        { ",\"operation\":", op },
+        { ",\"userInfo\":{\"username\":\"kubernetes-admin\",\"groups\":[\"system:masters\","
+          "\"system:authenticated\"]},\"object\":", NULL },
+    };
+    struct fg_buf b = FG_BUF_INIT;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(*parts); i++) {
+        put_raw(&b, parts[i].raw, strlen(parts[i].raw));
+        if (parts[i].str)
+            fg__json_write_string(&b, parts[i].str, strlen(parts[i].str));
+    }
+    fg__json_write(&b, obj);
+    static const char old_key[] = ",\"oldObject\":";
+    put_raw(&b, old_key, sizeof(old_key) - 1);
+    if (cur && !cur_text)
+        fg__json_write(&b, cur);
+    else
+        put_raw(&b, cur_text ? cur_text->data : "null", cur_text ? cur_text->len : 4);
+    const char *tail = dry_run ? ",\"dryRun\":true}}" : ",\"dryRun\":false}}";
+    put_raw(&b, tail, strlen(tail));
+    return fg_buf_take(&b);
 }
 
 /* Decodes base64 (whitespace and padding allowed); NULL when malformed. *len gets the size. */
@@ -253,10 +263,11 @@ static enum fg_err hook_target(struct fg__store *st, json_object *hook, struct t
 }
 
 /* Starts the call of one webhook with the review; FG_E_BUSY once it is in flight, else the reason. */
-static enum fg_err start_call(struct fg__admission *a, json_object *hook, const char *key, const struct target *t,
+static enum fg_err start_call(struct fg__store *st, json_object *hook, const char *key, const struct target *t,
                               const struct fg__type *type, const char *op, json_object *obj, json_object *cur,
                               char *errmsg)
 {
+    struct fg__admission *a = st->admission;
     const char *ca_b64 = fg_json_get_str(hook, "clientConfig", "caBundle", NULL);
     size_t ca_len = 0;
     unsigned char *ca = ca_b64 ? base64_decode(ca_b64, &ca_len) : NULL;
@@ -270,8 +281,7 @@ static enum fg_err start_call(struct fg__admission *a, json_object *hook, const 
     struct fg__hook_reply *r = &a->v[a->n];
     memset(r, 0, sizeof(*r));
     new_uid(r->uid);
-    json_object *doc = review(type, r->uid, op, obj, cur);
-    const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    char *text = review(type, r->uid, op, obj, cur, cur ? fg__store_text_of(st, type, cur) : NULL, st->dry_run);
     struct fg__hook_target target = { t->url, t->connect_to, ca, ca_len, t->timeout_s };
     enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
     if (!err) {
@@ -280,7 +290,7 @@ static enum fg_err start_call(struct fg__admission *a, json_object *hook, const 
         a->n++;
         err = FG_E_BUSY;
     }
-    json_object_put(doc);
+    free(text);
     free(ca);
     return err;
 }
@@ -296,7 +306,7 @@ static enum fg_err hook_reply(struct fg__store *st, json_object *hook, const cha
         struct target t;
         enum fg_err err = hook_target(st, hook, &t, errmsg);
         if (!err)
-            err = start_call(a, hook, key, &t, type, op, obj, cur, errmsg);
+            err = start_call(st, hook, key, &t, type, op, obj, cur, errmsg);
         target_cleanup(&t);
         return err;
     }

@@ -370,6 +370,12 @@ static void test_update_waits_for_webhook(void **state)
     assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
     assert_null(fg_json_get(r.json, "metadata", "labels", "tier", NULL));
     tc_reply_cleanup(&r);
+    json_object *review = kcw_last_review(&c->wh);
+    assert_string_equal(fg_json_get_str(review, "request", "operation", NULL), "UPDATE");
+    assert_string_equal(fg_json_get_str(review, "request", "oldObject", "metadata", "labels", "tier", NULL), "front");
+    assert_string_equal(fg_json_get_str(review, "request", "oldObject", "metadata", "resourceVersion", NULL),
+                        fg_json_get_str(pod, "metadata", "resourceVersion", NULL));
+    json_object_put(review);
     json_object_put(pod);
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
@@ -393,6 +399,33 @@ static void test_webhook_sees_admitted_pod(void **state)
     assert_string_equal(fg_json_get_str(pod, "spec", "schedulerName", NULL), "default-scheduler");
     json_object *ct = json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0);
     assert_string_equal(fg_json_get_str(ct, "imagePullPolicy", NULL), "Always");
+    json_object *want = json_tokener_parse(
+        "{\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{\"group\":\"\","
+        "\"version\":\"v1\",\"resource\":\"pods\"},\"requestKind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+        "\"requestResource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"name\":\"seen\","
+        "\"namespace\":\"default\",\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"kubernetes-admin\","
+        "\"groups\":[\"system:masters\",\"system:authenticated\"]},\"oldObject\":null,\"dryRun\":false}");
+    json_object *req = fg_json_get(review, "request", NULL);
+    assert_string_equal(fg_json_get_str(review, "apiVersion", NULL), "admission.k8s.io/v1");
+    assert_string_equal(fg_json_get_str(review, "kind", NULL), "AdmissionReview");
+    assert_non_null(fg_json_get_str(req, "uid", NULL));
+    json_object_object_foreach(want, key, value) {
+        json_object *got = NULL;
+        if (!json_object_object_get_ex(req, key, &got) || !json_object_equal(got, value))
+            fail_msg("request.%s: got %s", key, json_object_to_json_string(got));
+    }
+    json_object_put(want);
+    json_object_put(review);
+
+    /* a dry run says so; an update carries the stored object as oldObject */
+    struct tc_reply r;
+    char *body = pod_body("dry");
+    assert_int_equal(tc_request(c->server.base, "POST", PODS "?dryRun=All", "application/json", body, &r), CURLE_OK);
+    assert_int_equal(r.code, 201);
+    tc_reply_cleanup(&r);
+    free(body);
+    review = kcw_last_review(&c->wh);
+    assert_true(json_object_get_boolean(fg_json_get(review, "request", "dryRun", NULL)));
     json_object_put(review);
 }
 
