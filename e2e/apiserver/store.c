@@ -141,32 +141,22 @@ static void record(struct fg__store *st, const struct fg__type *type, enum fg__e
 }
 
 /* json-c gives every object a hash table of 16 slots (640 bytes), an empty {} of managedFields
- * included: a 3.7 KB pod parses into 128 KB. A stored object never changes again, so its tables
- * are shrunk to fit (load under json-c's 0.66, so a lookup still finds a free slot), which brings
- * that pod to 51 KB; subtrees shared with an earlier version are already compact and only walked. */
+ * included: a 3.7 KB pod parses into 128 KB. A stored object never changes again, so each of its
+ * tables is shrunk to fit (load under json-c's 0.66, so a lookup still finds a free slot) while its
+ * text is written, in the same walk: that pod then takes 51 KB. Subtrees shared with an earlier
+ * version are compact already. */
 static void compact(json_object *o)
 {
-    if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++)
-            compact(json_object_array_get_idx(o, i));
-        return;
-    }
-    if (!json_object_is_type(o, json_type_object))
-        return;
     struct lh_table *t = json_object_get_object(o);
     int fit = t->count * 3 / 2 + 1;
     if (t->count == 0 && t->size > 1) {
-        /* the common {} of managedFields: one empty slot, without lh_table_resize's second table */
+        /* the common {}: one empty slot, without lh_table_resize's second table */
         free(t->table);
         t->table = fg_calloc(1, sizeof(*t->table));
         t->table[0].k = LH_EMPTY;
         t->size = 1;
     } else if (fit < t->size && lh_table_resize(t, fit) != 0) {
         abort(); /* json-c fails a resize only when allocation fails */
-    }
-    json_object_object_foreach(o, key, value) {
-        (void)key;
-        compact(value);
     }
 }
 
@@ -178,10 +168,9 @@ static struct fg__entry *place(struct fg__store *st, const struct fg__type *type
     char *key = fg__store_key(type, fg_json_get_str(obj, "metadata", "namespace", NULL),
                               fg_json_get_str(obj, "metadata", "name", NULL));
     struct fg__entry *e = fg_calloc(1, sizeof(*e));
-    compact(obj);
     e->key = key;
     e->obj = obj;
-    e->text = fg__text_from_json(obj);
+    e->text = fg__text_from_json_visiting(obj, compact);
     size_t i = fg__store_lower_bound(b, key);
     *old = NULL;
     *old_text = NULL;
