@@ -73,9 +73,9 @@ void fg__admission_cleanup(struct fg__admission *a);
 
 /* webhook_service.c: a webhook's clientConfig.service resolved as kube-apiserver resolves it: *url
  * the https URL of the Service's DNS name, port and path (set whenever the service names a namespace
- * and a name) and, when an endpoint is found, *connect_to "HOST:PORT:ADDRESS:PORT" (both for the
- * caller to free); else kube's reason in errmsg. */
-enum fg_err fg__webhook_service(struct fg__store *st, json_object *service, char **url, char **connect_to,
+ * and a name) and, when an endpoint is found, *dial its "ADDRESS:PORT" (both for the caller to
+ * free); else kube's reason in errmsg. */
+enum fg_err fg__webhook_service(struct fg__store *st, json_object *service, char **url, char **dial,
                                 char *errmsg) FG_MUST_USE;
 
 /* Calls the matching mutating (mutating) or validating webhooks for a create or update; FG_OK with

@@ -221,18 +221,18 @@ static void on_call_done(void *ud, enum fg_err err, json_object *reply, const ch
     a->on_ready(a->ud);
 }
 
-/* Where a call goes: the URL with ?timeout=Ns, and for a service "HOST:PORT:ADDRESS:PORT" (curl's
- * CONNECT_TO), so that TLS checks the Service's name while the call goes to its endpoint. */
+/* Where a call goes: the URL with ?timeout=Ns, and for a service the endpoint's "ADDRESS:PORT", dialled
+ * while TLS checks the Service's name. */
 struct target {
     char *url;
-    char *connect_to; /* NULL for clientConfig.url */
+    char *dial; /* NULL for clientConfig.url */
     long timeout_s;
 };
 
 static void target_cleanup(struct target *t)
 {
     free(t->url);
-    free(t->connect_to);
+    free(t->dial);
 }
 
 /* The target of a webhook; a service that cannot be resolved fails the call as kube's dialer does. */
@@ -249,7 +249,7 @@ static enum fg_err hook_target(struct fg__store *st, json_object *hook, struct t
     if (url)
         base = fg_strdup(url);
     else if (service)
-        err = fg__webhook_service(st, service, &base, &t->connect_to, reason);
+        err = fg__webhook_service(st, service, &base, &t->dial, reason);
     else
         return fg_errmsg(errmsg, FG_E_INVAL, "clientConfig needs a url or a service");
     if (base)
@@ -282,7 +282,7 @@ static enum fg_err start_call(struct fg__store *st, json_object *hook, const cha
     memset(r, 0, sizeof(*r));
     new_uid(r->uid);
     char *text = review(type, r->uid, op, obj, cur, cur ? fg__store_text_of(st, type, cur) : NULL, st->dry_run);
-    struct fg__hook_target target = { t->url, t->connect_to, ca, ca_len, t->timeout_s };
+    struct fg__hook_target target = { t->url, t->dial, ca, ca_len, t->timeout_s };
     enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
     if (!err) {
         r->key = fg_strdup(key);

@@ -9,8 +9,8 @@
  * is that Service port's name (the endpointslice controller names slice ports after Service ports
  * and gives them the resolved target port's number) and the first endpoint whose conditions.ready
  * is true or absent give ADDRESS:SLICEPORT (addresses[0]). kube picks the slice and the endpoint at
- * random; this takes the first, in key order. The call then connects there while TLS still checks
- * the certificate against the Service's DNS name (curl's CONNECT_TO), as kube's ServerName does.
+ * random; this takes the first, in key order. The call then dials there while TLS still checks the
+ * certificate against the Service's DNS name, as kube's ServerName does.
  * Failures are kube's words: `service "NAME" not found`, `unsupported service type "T"`,
  * `no service port P found for service "NAME"`, `no endpoints available for service "NAME"`.
  */
@@ -98,22 +98,17 @@ static enum fg_err resolve(struct fg__store *st, const char *ns, const char *nam
                      : fg_errmsg(errmsg, FG_E_CONNECT, "no endpoints available for service \"%s\"", name);
 }
 
-enum fg_err fg__webhook_service(struct fg__store *st, json_object *service, char **url, char **connect_to,
+enum fg_err fg__webhook_service(struct fg__store *st, json_object *service, char **url, char **dial,
                                 char *errmsg)
 {
     const char *ns = fg_json_get_str(service, "namespace", NULL), *name = fg_json_get_str(service, "name", NULL);
     const char *path = fg_json_get_str(service, "path", NULL);
     int64_t port = DEFAULT_PORT;
     fg_json_get_int64(service, &port, "port", NULL);
-    *connect_to = NULL;
+    *dial = NULL;
     *url = NULL;
     if (!ns || !*ns || !name || !*name)
         return fg_errmsg(errmsg, FG_E_INVAL, "clientConfig.service needs a namespace and a name");
     *url = fg_asprintf("https://%s.%s.svc:%" PRId64 "%s", name, ns, port, path ? path : "");
-    char *endpoint = NULL;
-    enum fg_err err = resolve(st, ns, name, port, &endpoint, errmsg);
-    if (!err)
-        *connect_to = fg_asprintf("%s.%s.svc:%" PRId64 ":%s", name, ns, port, endpoint);
-    free(endpoint);
-    return err;
+    return resolve(st, ns, name, port, dial, errmsg);
 }

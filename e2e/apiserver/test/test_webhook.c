@@ -5,7 +5,8 @@
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
  * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
  * certificate checked against the Service's name, and every way of not reaching it follows
- * failurePolicy. The webhook is the HTTPS test webhook the kubectl suite serves
+ * failurePolicy; connections are kept alive, a dropped one replaced, a refused one and a host name
+ * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
  */
 #include <setjmp.h>
@@ -492,7 +493,8 @@ static void test_service_name_checked(void **state)
     add_slice(c, "impostor", "impostor", "https", c->wh.port, "true");
     add_service_hook(c, "impostor", "Fail", 0);
     expect_failure(c, "unchecked", "failed calling webhook \"h0.svc.test.fracgpu.io\": failed to call webhook: Post "
-                   "\"https://impostor.default.svc:443/hook?timeout=5s\": SSL peer certificate");
+                   "\"https://impostor.default.svc:443/hook?timeout=5s\": tls: failed to verify certificate: x509: "
+                   "hostname mismatch");
     assert_int_equal(kcw_reviews(&c->wh), 0);
 }
 
@@ -540,6 +542,68 @@ static void check_service_failures(struct ctx *c, const char *policy)
 static void test_service_failures_fail(void **state) { check_service_failures(*state, "Fail"); }
 static void test_service_failures_ignore(void **state) { check_service_failures(*state, "Ignore"); }
 
+/* Calls reuse one kept-alive connection; one the webhook drops on the next request is replaced by a
+ * fresh connection and the call still goes through. */
+static void test_connections_kept_alive(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 5);
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "kept-%d", i);
+        json_object *json = NULL;
+        assert_int_equal(create_pod(c, name, &json), 201);
+        json_object_put(json);
+    }
+    assert_int_equal(kcw_accepted(&c->wh), 1);
+    kcw_drop_reused(&c->wh, true);
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "again-%d", i);
+        json_object *json = NULL;
+        assert_int_equal(create_pod(c, name, &json), 201);
+        assert_string_equal(fg_json_get_str(json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+        json_object_put(json);
+    }
+    assert_int_equal(kcw_accepted(&c->wh), 4);
+    assert_int_equal(kcw_reviews(&c->wh), 7);
+}
+
+/* A mutating configuration "url" whose one webhook is at url. */
+static void add_url_hook(struct ctx *c, const char *url)
+{
+    char *body = fg_asprintf(
+        "{\"metadata\":{\"name\":\"url\"},\"webhooks\":[{\"name\":\"h0.url.test.fracgpu.io\","
+        "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"timeoutSeconds\":5,"
+        "\"clientConfig\":{\"url\":\"%s\",\"caBundle\":\"%s\"},\"rules\":[{\"operations\":[\"CREATE\"],"
+        "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"pods\"]}]}]}", url, c->wh.ca_b64);
+    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", body);
+    free(body);
+}
+
+/* Nothing listening: the call fails as Go's dialer says it. */
+static void test_connection_refused(void **state)
+{
+    struct ctx *c = *state;
+    add_url_hook(c, "https://127.0.0.1:1/hook");
+    expect_failure(c, "refused", "failed to call webhook: Post \"https://127.0.0.1:1/hook?timeout=5s\": dial tcp "
+                   "127.0.0.1:1: connect: connection refused");
+}
+
+/* A host name is resolved (asynchronously) and checked against the certificate, which names
+ * 127.0.0.1 and e2e-webhook.default.svc but not localhost. */
+static void test_host_name_resolved_and_checked(void **state)
+{
+    struct ctx *c = *state;
+    char *url = fg_asprintf("https://localhost:%u/hook", c->wh.port);
+    add_url_hook(c, url);
+    char *msg = fg_asprintf("Post \"%s?timeout=5s\": tls: failed to verify certificate: x509: hostname mismatch", url);
+    expect_failure(c, "by-name", msg);
+    free(msg);
+    free(url);
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -558,6 +622,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_service_name_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_failures_fail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_failures_ignore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connections_kept_alive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_name_resolved_and_checked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -136,6 +136,15 @@ struct conn {
     size_t slot;
 };
 
+/* Should the n-th request of a connection go unanswered, its connection closed (kcw_drop_reused)? */
+static bool dropped(struct kcw_server *w, unsigned n)
+{
+    pthread_mutex_lock(&w->mu);
+    bool drop = w->drop_reused && n > 1;
+    pthread_mutex_unlock(&w->mu);
+    return drop;
+}
+
 /* One connection: reviews answered until the peer closes it, it idles 5 s or the server stops. */
 static void *serve_conn(void *arg)
 {
@@ -146,8 +155,13 @@ static void *serve_conn(void *arg)
         char *body;
         bool more = true;
         struct timespec since;
-        while (more && (body = read_request(ssl)) && clock_gettime(CLOCK_MONOTONIC, &since) == 0)
+        for (unsigned n = 1; more && (body = read_request(ssl)) && clock_gettime(CLOCK_MONOTONIC, &since) == 0; n++) {
+            if (dropped(c->w, n)) {
+                free(body);
+                break;
+            }
             more = answer(c->w, ssl, body, &since);
+        }
         SSL_shutdown(ssl);
     }
     SSL_free(ssl);
@@ -176,6 +190,7 @@ static void start_conn(struct kcw_server *w, int fd)
         pthread_detach(t);
         w->conn_fds[slot] = fd;
         w->conns++;
+        w->accepted++;
     } else {
         close(fd);
         free(c);
@@ -302,4 +317,19 @@ json_object *kcw_last_review(struct kcw_server *w)
         doc = NULL;
     pthread_mutex_unlock(&w->mu);
     return doc;
+}
+
+void kcw_drop_reused(struct kcw_server *w, bool drop)
+{
+    pthread_mutex_lock(&w->mu);
+    w->drop_reused = drop;
+    pthread_mutex_unlock(&w->mu);
+}
+
+unsigned kcw_accepted(struct kcw_server *w)
+{
+    pthread_mutex_lock(&w->mu);
+    unsigned n = w->accepted;
+    pthread_mutex_unlock(&w->mu);
+    return n;
 }

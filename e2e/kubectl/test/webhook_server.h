@@ -9,7 +9,8 @@
  * past any short timeoutSeconds, DENY refuses with "no pods today"; NOT_JSON, WRONG_UID and
  * WRONG_KIND answer garbage (a body that is not JSON, another uid, a review of another kind). Every
  * answer leaves delay_ms after its review arrived (reading and parsing it included). It counts the
- * reviews it received and keeps the last one's operation and kind, and the last review itself.
+ * reviews it answered and the connections it accepted, keeps the last review (and its operation and
+ * kind), and can be told to drop kept-alive connections when they are used again.
  */
 #ifndef FG_E2E_KUBECTL_WEBHOOK_SERVER_H
 #define FG_E2E_KUBECTL_WEBHOOK_SERVER_H
@@ -38,6 +39,8 @@ struct kcw_server {
     enum kcw_mode mode;   /* under mu */
     unsigned delay_ms;    /* under mu */
     unsigned conns;       /* connection threads running, under mu */
+    unsigned accepted;    /* connections accepted, under mu */
+    bool drop_reused;     /* close a connection, unanswered, on any request but its first; under mu */
     int conn_fds[64];     /* their sockets (-1: free slot), under mu */
     unsigned reviews;     /* under mu */
     char last_op[16];     /* under mu */
@@ -50,6 +53,11 @@ struct kcw_server {
 bool kcw_start(struct kcw_server *w, const char *dir, enum kcw_mode mode);
 void kcw_stop(struct kcw_server *w);
 unsigned kcw_reviews(struct kcw_server *w);
+/* Connections accepted so far. */
+unsigned kcw_accepted(struct kcw_server *w);
+/* drop: from now on, a request that is not a connection's first is not answered and the connection
+ * is closed, as a server closing an idle kept-alive connection under a client's feet would. */
+void kcw_drop_reused(struct kcw_server *w, bool drop);
 /* The last review received, parsed (caller puts), or NULL when none came. */
 json_object *kcw_last_review(struct kcw_server *w);
 /* Changes how the next reviews are answered. */
