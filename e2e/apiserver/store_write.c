@@ -15,7 +15,6 @@
 #include "e2e/apiserver/store.h"
 
 #include <ctype.h>
-#include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "base/mem.h"
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/patch.h"
+#include "e2e/apiserver/random.h"
 #include "e2e/apiserver/status.h"
 #include "e2e/apiserver/store_int.h"
 
@@ -47,22 +47,11 @@ enum fg_err fg__write_fail(json_object **out, enum fg_err err, const struct fg__
     return err;
 }
 
-static void random_bytes(unsigned char *b, size_t n)
-{
-    if (RAND_bytes(b, (int)n) != 1)
-        abort(); /* OpenSSL's generator fails only when it cannot seed itself */
-}
-
 static void set_uid(json_object *meta)
 {
-    unsigned char b[16];
-    random_bytes(b, sizeof(b));
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    char s[37];
-    snprintf(s, sizeof(s), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-    fg_json_set_str(meta, "uid", s);
+    char uid[37];
+    fg__random_uuid(uid);
+    fg_json_set_str(meta, "uid", uid);
 }
 
 void fg__write_set_time(json_object *meta, const char *field, time_t t)
@@ -167,7 +156,7 @@ enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, 
         static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
         unsigned char r[GENERATE_SUFFIX];
         char suffix[GENERATE_SUFFIX + 1];
-        random_bytes(r, sizeof(r));
+        fg__random_bytes(r, sizeof(r));
         for (size_t i = 0; i < GENERATE_SUFFIX; i++)
             suffix[i] = alphabet[r[i] % (sizeof(alphabet) - 1)];
         suffix[GENERATE_SUFFIX] = '\0';

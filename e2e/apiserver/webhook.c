@@ -24,7 +24,6 @@
 #include "e2e/apiserver/admit.h"
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +34,7 @@
 #include "e2e/apiserver/defaults.h"
 #include "e2e/apiserver/hook_client.h"
 #include "e2e/apiserver/patch.h"
+#include "e2e/apiserver/random.h"
 #include "operator/kube/selector.h"
 #include "e2e/apiserver/status.h"
 
@@ -164,18 +164,9 @@ static unsigned char *base64_decode(const char *s, size_t *len)
     return out;
 }
 
-static void new_uid(char out[33])
-{
-    unsigned char b[16];
-    if (RAND_bytes(b, sizeof(b)) != 1)
-        abort(); /* OpenSSL's generator fails only when it cannot seed itself */
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 struct fg__hook_reply {
     char *key;       /* "configuration/webhook" the call went to */
-    char uid[33];    /* the review's uid */
+    char uid[37];    /* the review's uid */
     enum fg_err err; /* FG_E_BUSY while in flight */
     json_object *reply;
     char msg[FG_ERRMSG_MAX];
@@ -280,7 +271,7 @@ static enum fg_err start_call(struct fg__store *st, json_object *hook, const cha
     }
     struct fg__hook_reply *r = &a->v[a->n];
     memset(r, 0, sizeof(*r));
-    new_uid(r->uid);
+    fg__random_uuid(r->uid);
     char *text = review(type, r->uid, op, obj, cur, cur ? fg__store_text_of(st, type, cur) : NULL, st->dry_run);
     struct fg__hook_target target = { t->url, t->dial, ca, ca_len, t->timeout_s };
     enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
