@@ -2,7 +2,6 @@
 #include "e2e/apiserver/random.h"
 
 #include <openssl/rand.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,10 +30,17 @@ void fg__random_bytes(void *buf, size_t n)
 
 void fg__random_uuid(char out[37])
 {
+    static const char hex[] = "0123456789abcdef";
     unsigned char b[16];
     fg__random_bytes(b, sizeof(b));
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
-             b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+    char *p = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *p++ = '-';
+        *p++ = hex[b[i] >> 4];
+        *p++ = hex[b[i] & 15];
+    }
+    *p = '\0';
 }
