@@ -53,24 +53,39 @@ static void job_selector(json_object *obj)
     fg__cow_cleanup(&c);
 }
 
-enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
-                      json_object **out)
+/* What kube-apiserver's strategies and the CRD machinery do between mutation and validation: CRDs
+ * checked, custom resources validated against their schemas, new pods Pending, new Jobs selected. */
+static enum fg_err strategy(const struct fg__type *type, json_object *cur, json_object **obj, json_object **out)
 {
-    fg__defaults_apply(type, *obj);
-    enum fg_err err = fg__priority_admit(st, type, cur, *obj, out); /* built-in admission, then webhooks */
-    if (!err)
-        err = fg__webhook_admit(st, type, cur, obj, true, out);
-    if (err)
-        goto out;
     bool core = !type->crd && !*type->group, batch = !type->crd && !strcmp(type->group, "batch");
     if (fg__crd_is_crd_type(type))
-        err = fg__crd_admit(type, *obj, out);
-    else if (type->schema)
-        err = fg__schema_admit(type, obj, out);
-    else if (!cur && core && !strcmp(type->plural, "pods"))
+        return fg__crd_admit(type, *obj, out);
+    if (type->schema)
+        return fg__schema_admit(type, obj, out);
+    if (!cur && core && !strcmp(type->plural, "pods"))
         pod_pending(*obj);
     else if (!cur && batch && !strcmp(type->plural, "jobs"))
         job_selector(*obj);
+    return FG_OK;
+}
+
+enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                      json_object **out)
+{
+    /* a write taking up where it waited for a webhook has done what comes before that webhook */
+    bool past_mutation = fg__admission_resuming(st->admission, true);
+    bool resuming = past_mutation || fg__admission_resuming(st->admission, false);
+    enum fg_err err = FG_OK;
+    if (!resuming) {
+        fg__defaults_apply(type, *obj);
+        err = fg__priority_admit(st, type, cur, *obj, out); /* built-in admission, then webhooks */
+    }
+    if (!err && !past_mutation)
+        err = fg__webhook_admit(st, type, cur, obj, true, out);
+    if (err)
+        goto out;
+    if (!past_mutation) /* else the strategy had run too */
+        err = strategy(type, cur, obj, out);
     if (!err)
         err = fg__webhook_admit(st, type, cur, obj, false, out);
 out:

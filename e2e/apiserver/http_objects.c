@@ -182,6 +182,7 @@ static void write_run(void *arg)
     st->admission = &w->adm;
     st->dry_run = w->dry_run;
     w->adm.next = 0;
+    w->adm.resuming = false; /* until the run takes up where it waited (fg__admission_resume) */
     if (w->cmd == EVHTTP_REQ_PATCH)
         err = fg__store_patch(st, r->type, r->ns, r->name, w->scope, w->kind, w->body, &out);
     else if (w->cmd == EVHTTP_REQ_POST)

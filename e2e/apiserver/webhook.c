@@ -192,13 +192,36 @@ static void truncate_replies(struct fg__admission *a, size_t from)
         a->n = from;
 }
 
+static void drop_resume(struct fg__admission *a)
+{
+    json_object_put(a->resume);
+    json_object_put(a->resume_cur);
+    a->resume = a->resume_cur = NULL;
+}
+
 void fg__admission_cleanup(struct fg__admission *a)
 {
     if (a->pending)
         fg__hook_call_cancel(a->pending);
     truncate_replies(a, 0);
     free(a->v);
+    drop_resume(a);
     memset(a, 0, sizeof(*a));
+}
+
+bool fg__admission_resuming(const struct fg__admission *a, bool validating)
+{
+    return a && a->resuming && a->n && fg_str_has_prefix(a->v[a->n - 1].key, validating ? "validating/" : "mutating/");
+}
+
+json_object *fg__admission_resume(struct fg__admission *a, json_object *cur)
+{
+    if (!a || !a->resume)
+        return NULL;
+    json_object *obj = a->resume_cur == cur ? json_object_get(a->resume) : NULL;
+    a->resuming = obj != NULL;
+    drop_resume(a);
+    return obj;
 }
 
 static void on_call_done(void *ud, enum fg_err err, json_object *reply, const char *errmsg)
@@ -280,6 +303,9 @@ static enum fg_err start_call(struct fg__store *st, json_object *hook, const cha
         r->err = FG_E_BUSY;
         a->n++;
         err = FG_E_BUSY;
+        drop_resume(a);
+        a->resume = json_object_get(obj); /* the next run goes on from here */
+        a->resume_cur = json_object_get(cur);
     }
     free(text);
     free(ca);
@@ -392,6 +418,8 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
                                                                  : "validatingwebhookconfigurations");
     struct fg__bucket *b = cfg_type ? fg__store_bucket(st, cfg_type) : NULL;
     const char *op = cur ? "UPDATE" : "CREATE";
+    struct fg__admission *a = st->admission;
+    bool resuming = fg__admission_resuming(a, !mutating); /* the webhooks up to the last call are done */
     for (size_t i = 0; b && i < b->n; i++) {
         json_object *cfg = json_object_get(b->v[i]->obj); /* a webhook cannot change it, but hold it anyway */
         json_object *hooks = fg_json_get(cfg, "webhooks", NULL);
@@ -405,6 +433,14 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
             const char *hook_name = fg_json_get_str(hook, "name", NULL);
             char *key = fg_asprintf("%s/%s/%s", mutating ? "mutating" : "validating", cfg_name ? cfg_name : "",
                                     hook_name ? hook_name : "");
+            if (resuming && strcmp(key, a->v[a->n - 1].key)) {
+                free(key); /* done before the write waited, its patch in *obj */
+                continue;
+            }
+            if (resuming) {
+                resuming = a->resuming = false;
+                a->next = a->n - 1;
+            }
             err = run_hook(st, hook, key, type, op, cur, obj, mutating, out);
             free(key);
         }
@@ -412,5 +448,7 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
         if (err)
             return err;
     }
+    if (resuming)
+        a->resuming = false; /* its webhook is gone meanwhile: go on without it */
     return FG_OK;
 }

@@ -320,6 +320,95 @@ static void test_concurrent_creates(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
+/* A write that waited goes on with the object the webhook saw: a generated name, the uid and the
+ * creation time are those the webhook was shown. Two creates of one name both wait; the second to
+ * come back finds the name taken. */
+static void test_write_goes_on_from_what_the_webhook_saw(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 10);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 200);
+    json_object *pod = tc_expect_json(c->server.base, "POST", PODS, "application/json",
+                                      "{\"metadata\":{\"generateName\":\"gen-\",\"labels\":{\"app\":\"g\"}},\"spec\":{\"containers\":"
+                                      "[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 201);
+    json_object *review = kcw_last_review(&c->wh);
+    json_object *seen = fg_json_get(review, "request", "object", "metadata", NULL);
+    static const char *const same[] = { "name", "uid", "creationTimestamp" };
+    for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++)
+        assert_string_equal(fg_json_get_str(pod, "metadata", same[i], NULL), fg_json_get_str(seen, same[i], NULL));
+    json_object_put(review);
+    json_object_put(pod);
+
+    struct creator k[2] = { { .c = c, .name = "dup" }, { .c = c, .name = "dup" } };
+    for (int i = 0; i < 2; i++) {
+        snprintf(k[i].base, sizeof(k[i].base), "%s", c->server.base);
+        assert_int_equal(pthread_create(&k[i].thread, NULL, create_thread, &k[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(k[i].thread, NULL);
+    assert_true((k[0].code == 201 && k[1].code == 409) || (k[0].code == 409 && k[1].code == 201));
+    json_object *lost = k[0].code == 409 ? k[0].json : k[1].json;
+    assert_string_equal(fg_json_get_str(lost, "reason", NULL), "AlreadyExists");
+    for (int i = 0; i < 2; i++)
+        json_object_put(k[i].json);
+    assert_int_equal(kcw_reviews(&c->wh), 3);
+}
+
+struct updater {
+    char base[64];
+    pthread_t thread;
+    char *body;
+    long code;
+    json_object *json;
+};
+
+static void *update_thread(void *arg)
+{
+    struct updater *u = arg;
+    struct tc_reply r;
+    u->code = tc_request(u->base, "PUT", PODS "/moving", "application/json", u->body, &r) == CURLE_OK ? r.code : 0;
+    u->json = json_object_get(r.json);
+    tc_reply_cleanup(&r);
+    return NULL;
+}
+
+/* The stored object changes while an update waits for its webhook (a binding, which calls none): the
+ * update is worked out again on the new stored object, the webhook's reply used as it came. */
+static void test_update_redone_when_object_changed(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("moving");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_config(c, "Mutating", "updates", "UPDATE", 1, &c->wh, "Fail", 5);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 400);
+    json_object *pod = tc_get_json(c->server.base, PODS "/moving");
+    json_object_object_del(fg_json_get(pod, "metadata", NULL), "resourceVersion"); /* unconditional */
+    fg_json_set_str(fg_json_get(pod, "metadata", "labels", NULL), "tier", "back");
+    struct updater u = { .body = fg_strdup(json_object_to_json_string(pod)) };
+    snprintf(u.base, sizeof(u.base), "%s", c->server.base);
+    json_object_put(pod);
+    assert_int_equal(pthread_create(&u.thread, NULL, update_thread, &u), 0);
+    wait_reviews(c, 1);
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "POST", PODS "/moving/binding", "application/json",
+                                "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"moving\"},"
+                                "\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 201);
+    tc_reply_cleanup(&r);
+    json_object *bound = tc_get_json(c->server.base, PODS "/moving");
+    pthread_join(u.thread, NULL);
+    assert_int_equal(u.code, 200);
+    assert_string_equal(fg_json_get_str(u.json, "metadata", "labels", "tier", NULL), "back");
+    assert_string_equal(fg_json_get_str(u.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    assert_true(atol(fg_json_get_str(u.json, "metadata", "resourceVersion", NULL)) >
+                atol(fg_json_get_str(bound, "metadata", "resourceVersion", NULL)));
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+    json_object_put(bound);
+    json_object_put(u.json);
+    free(u.body);
+}
+
 /* Two mutating webhooks, then a validating one that denies: each is called once, in order, the write
  * waiting for each in turn, and the denial is the answer. */
 static void test_webhooks_in_order(void **state)
@@ -616,6 +705,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_mid_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_goes_on_from_what_the_webhook_saw, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_redone_when_object_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_webhook, setup, teardown),
