@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/apiserver/http_response.h"
+#include "e2e/apiserver/json_read.h"
 
 #define MAX_REPLY (4u << 20)
 #define IDLE_MAX 32 /* kept-alive connections, all targets together */
@@ -52,7 +53,6 @@ struct fg__hook_client {
     struct conn *idle;
     size_t nidle;
     struct tls_ctx *ctxs;
-    struct fg_json_parser parser; /* replies, one tokener reused */
 };
 
 struct fg__hook_call {
@@ -144,7 +144,6 @@ void fg__hook_client_free(struct fg__hook_client *c)
     }
     if (c->dns)
         evdns_base_free(c->dns, 0);
-    fg_json_parser_cleanup(&c->parser);
     free(c);
 }
 
@@ -407,7 +406,7 @@ static void finish(struct fg__hook_call *call, enum fg_err err, const char *reas
         struct evbuffer *body = call->response.body;
         size_t len = evbuffer_get_length(body);
         const char *text = (const char *)evbuffer_pullup(body, -1);
-        if (fg_json_parser_parse(&c->parser, text ? text : "", len, MAX_REPLY, &reply, NULL) != FG_OK)
+        if (fg__json_read(text ? text : "", len, MAX_REPLY, &reply, NULL) != FG_OK)
             err = fg_errmsg(msg, FG_E_PARSE, "received invalid webhook response: not JSON");
     }
     fg__hook_done_fn *done = call->done;

@@ -28,7 +28,6 @@
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/apiserver/registry.h"
-#include "base/json.h"
 #include "operator/kube/selector.h"
 #include "e2e/apiserver/store.h"
 
@@ -101,7 +100,6 @@ struct fg_apiserver {
     struct event_base *base;
     struct evhttp *http; /* NULL while down during a restart */
     struct evbuffer *scratch;
-    struct fg_json_parser parser;   /* request bodies, one tokener reused */
     struct fg__watcher *watchers;
     size_t nwatchers;
     struct fg__delayed *delayed;
