@@ -140,11 +140,11 @@ static void record(struct fg__store *st, const struct fg__type *type, enum fg__e
         st->on_event(st->on_event_ud, ev, obj, old);
 }
 
-/* json-c gives every object a hash table of 16 slots (640 bytes), an empty {} of managedFields
- * included: a 3.7 KB pod parses into 128 KB. A stored object never changes again, so each of its
- * tables is shrunk to fit (load under json-c's 0.66, so a lookup still finds a free slot) while its
- * text is written, in the same walk: that pod then takes 51 KB. Subtrees shared with an earlier
- * version are compact already. */
+/* json-c gives every object it makes a hash table of 16 slots (640 bytes). Bodies come sized to fit
+ * (json_read.c), but what the server adds on the way (metadata, defaults, copies made by patches)
+ * does not; a stored object never changes again, so each of its tables is shrunk to fit (load under
+ * json-c's 0.66, so a lookup still finds a free slot) while its text is written, in the same walk.
+ * Subtrees shared with an earlier version are compact already. */
 static void compact(json_object *o)
 {
     struct lh_table *t = json_object_get_object(o);
