@@ -23,6 +23,7 @@
  */
 #include "e2e/apiserver/defaults.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -54,17 +55,34 @@ static void pod(struct fg__cow *c, struct fg__cow_node *root)
     fg__defaults_pod_spec(c, &spec, true);
 }
 
+/* An IntOrString default: a percentage as a string, else an integer. */
+static void int_or_string(struct fg__cow *c, struct fg__cow_node *n, const char *key, const char *value)
+{
+    if (strchr(value, '%'))
+        fg__cow_default_str(c, n, key, FG__COW_IF_NIL, value);
+    else
+        fg__cow_default_int(c, n, key, FG__COW_IF_NIL, atoi(value));
+}
+
+/* A Deployment's or DaemonSet's strategy (under key): type RollingUpdate when unset, and then
+ * rollingUpdate's maxUnavailable and maxSurge. */
+static void rolling_update(struct fg__cow *c, struct fg__cow_node *spec, const char *key, const char *max_unavailable,
+                           const char *max_surge)
+{
+    struct fg__cow_node strategy = fg__cow_child(spec, key);
+    fg__cow_default_str(c, &strategy, "type", FG__COW_IF_ZERO, "RollingUpdate");
+    if (!str_is(&strategy, "type", "RollingUpdate"))
+        return;
+    struct fg__cow_node rolling = fg__cow_child(&strategy, "rollingUpdate");
+    int_or_string(c, &rolling, "maxUnavailable", max_unavailable);
+    int_or_string(c, &rolling, "maxSurge", max_surge);
+}
+
 static void deployment(struct fg__cow *c, struct fg__cow_node *root)
 {
     struct fg__cow_node spec = fg__cow_child(root, "spec");
     fg__cow_default_int(c, &spec, "replicas", FG__COW_IF_NIL, 1);
-    struct fg__cow_node strategy = fg__cow_child(&spec, "strategy");
-    fg__cow_default_str(c, &strategy, "type", FG__COW_IF_ZERO, "RollingUpdate");
-    if (str_is(&strategy, "type", "RollingUpdate")) {
-        struct fg__cow_node rolling = fg__cow_child(&strategy, "rollingUpdate");
-        fg__cow_default_str(c, &rolling, "maxUnavailable", FG__COW_IF_NIL, "25%");
-        fg__cow_default_str(c, &rolling, "maxSurge", FG__COW_IF_NIL, "25%");
-    }
+    rolling_update(c, &spec, "strategy", "25%", "25%");
     fg__cow_default_int(c, &spec, "revisionHistoryLimit", FG__COW_IF_NIL, 10);
     fg__cow_default_int(c, &spec, "progressDeadlineSeconds", FG__COW_IF_NIL, 600);
     template(c, &spec);
@@ -98,13 +116,7 @@ static void stateful_set(struct fg__cow *c, struct fg__cow_node *root)
 static void daemon_set(struct fg__cow *c, struct fg__cow_node *root)
 {
     struct fg__cow_node spec = fg__cow_child(root, "spec");
-    struct fg__cow_node strategy = fg__cow_child(&spec, "updateStrategy");
-    fg__cow_default_str(c, &strategy, "type", FG__COW_IF_ZERO, "RollingUpdate");
-    if (str_is(&strategy, "type", "RollingUpdate")) {
-        struct fg__cow_node rolling = fg__cow_child(&strategy, "rollingUpdate");
-        fg__cow_default_int(c, &rolling, "maxUnavailable", FG__COW_IF_NIL, 1);
-        fg__cow_default_int(c, &rolling, "maxSurge", FG__COW_IF_NIL, 0);
-    }
+    rolling_update(c, &spec, "updateStrategy", "1", "0");
     fg__cow_default_int(c, &spec, "revisionHistoryLimit", FG__COW_IF_NIL, 10);
     template(c, &spec);
 }

@@ -22,38 +22,16 @@
 #include "e2e/apiserver/defaults.h"
 #include "e2e/apiserver/patch.h"
 
-static struct fg__registry reg;
-
-static int setup(void **state)
-{
-    (void)state;
-    return fg__registry_init_builtin(&reg, NULL) == FG_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fg__registry_cleanup(&reg);
-    return 0;
-}
-
-static json_object *parse(const char *text)
-{
-    json_object *o = json_tokener_parse(text);
-    if (!o)
-        fail_msg("bad JSON in the test: %s", text);
-    return o;
-}
 
 /* Defaults `sent` as a type of group/plural and compares with `want`. */
 static void expect(const char *group, const char *plural, const char *sent, const char *want)
 {
-    const struct fg__type *type = fg__registry_find(&reg, group, "v1", plural);
+    const struct fg__type *type = fg__registry_find(&tc_reg, group, "v1", plural);
     assert_non_null(type);
-    json_object *body = parse(sent), *before = fg__json_dup(body);
+    json_object *body = tc_parse(sent), *before = fg__json_dup(body);
     json_object *obj = fg__json_shallow_dup(body); /* a private root sharing every member, as a write's */
     fg__defaults_apply(type, obj);
-    json_object *expected = parse(want);
+    json_object *expected = tc_parse(want);
     if (!json_object_equal(obj, expected))
         fail_msg("%s: got\n%s\nwant\n%s", plural, json_object_to_json_string(obj), want);
     if (!json_object_equal(body, before))
@@ -284,5 +262,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(updates_and_patches, tc_setup, tc_teardown),
         cmocka_unit_test_setup_teardown(job_selector, tc_setup, tc_teardown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tc_registry_setup, tc_registry_teardown);
 }
