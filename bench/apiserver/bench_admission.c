@@ -6,7 +6,10 @@
  * HTTPS test webhook (e2e/kubectl/test/webhook_server.h, answering after DELAY_MS with a JSONPatch)
  * and the clients in this one. C clients, each on a keep-alive connection of its own, POST
  * distinct ~4 KiB pods back to back for a fixed time; every create waits for its reply, so the
- * figure is what the server sustains with C creates in flight.
+ * figure is what the server sustains with C creates in flight. All of them share the machine's
+ * cores, so each phase also prints the CPU time (user + system) per create of the server, of the
+ * clients (their threads' own clocks) and of the webhook (the rest of this process), and the
+ * server's page faults per create and resident memory: every pod created stays in its store.
  * Usage: fg_bench_apiserver_admission [seconds] [clients] [webhook-delay-ms]
  */
 #include <pthread.h>
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -33,11 +37,33 @@ struct creator {
     double until;
     long done;
     bool failed;
+    double cpu_s; /* this thread's CPU time */
 };
+
+static double seconds(const struct timespec *ts)
+{
+    return (double)ts->tv_sec + (double)ts->tv_nsec / 1e9;
+}
+
+/* CPU seconds (user + system) of the calling thread, or of this whole process. */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return seconds(&ts);
+}
+
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return seconds(&ts);
+}
 
 static void *create_loop(void *arg)
 {
     struct creator *c = arg;
+    double cpu0 = thread_cpu_s();
     int fd = bench_dial();
     struct fg_buf b = FG_BUF_INIT;
     while (!c->failed && bench_now_s() < c->until) {
@@ -50,12 +76,20 @@ static void *create_loop(void *arg)
     }
     fg_buf_cleanup(&b);
     close(fd);
+    c->cpu_s = thread_cpu_s() - cpu0;
     return NULL;
 }
 
-/* The child's CPU seconds so far (user + system). */
-static double cpu_s(pid_t pid)
+/* The child's CPU seconds so far (user + system), minor page faults and resident memory. */
+struct proc_sample {
+    double cpu_s;
+    unsigned long faults;
+    double rss_mib;
+};
+
+static struct proc_sample sample(pid_t pid)
 {
+    struct proc_sample out = { 0 };
     char path[64], text[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
@@ -65,16 +99,22 @@ static double cpu_s(pid_t pid)
     text[n] = '\0';
     const char *p = strrchr(text, ')');
     unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    long rss_pages = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u %*u %ld",
+                     &out.faults, &ut, &st, &rss_pages) != 4)
+        return out;
+    out.cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    out.rss_mib = (double)rss_pages * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+    return out;
 }
 
-/* Runs the clients for `seconds` and prints creates/s and the server's CPU share. */
+/* Runs the clients for `seconds` and prints creates/s and the CPU time per create of the server, the
+ * clients and the webhook (this process's threads other than the clients and this one). */
 static void phase(const char *label, const char *prefix, pid_t server, int clients, double seconds)
 {
     struct creator *c = fg_calloc((size_t)clients, sizeof(*c));
-    double cpu0 = cpu_s(server), t0 = bench_now_s();
+    struct proc_sample s0 = sample(server);
+    double t0 = bench_now_s(), self0 = process_cpu_s(), main0 = thread_cpu_s();
     for (int i = 0; i < clients; i++) {
         c[i].index = i;
         c[i].until = t0 + seconds;
@@ -82,18 +122,27 @@ static void phase(const char *label, const char *prefix, pid_t server, int clien
         pthread_create(&c[i].th, NULL, create_loop, &c[i]);
     }
     long done = 0;
+    double clients_cpu = 0;
     for (int i = 0; i < clients; i++) {
         pthread_join(c[i].th, NULL);
         done += c[i].done;
+        clients_cpu += c[i].cpu_s;
         if (c[i].failed) {
             fprintf(stderr, "%s: a create failed\n", label);
             exit(1);
         }
     }
-    double elapsed = bench_now_s() - t0, cpu = cpu_s(server) - cpu0;
-    printf("%-28s %d clients: %ld creates in %.2f s = %.0f creates/s; server CPU %.0f%% of a core "
-           "(%.0f us per create)\n", label, clients, done, elapsed, (double)done / elapsed, 100.0 * cpu / elapsed,
-           1e6 * cpu / (double)done);
+    struct proc_sample s1 = sample(server);
+    double elapsed = bench_now_s() - t0, cpu = s1.cpu_s - s0.cpu_s;
+    double webhook_cpu = process_cpu_s() - self0 - clients_cpu - (thread_cpu_s() - main0);
+    printf("%-28s %d clients: %ld creates in %.2f s = %.0f creates/s\n", label, clients, done, elapsed,
+           (double)done / elapsed);
+    printf("%-28s CPU per create (share of a core): server %.0f us (%.0f%%), clients %.0f us (%.0f%%), "
+           "webhook %.0f us (%.0f%%)\n", "", 1e6 * cpu / (double)done, 100.0 * cpu / elapsed,
+           1e6 * clients_cpu / (double)done, 100.0 * clients_cpu / elapsed, 1e6 * webhook_cpu / (double)done,
+           100.0 * webhook_cpu / elapsed);
+    printf("%-28s server: %.1f page faults per create, %.0f MiB resident after\n", "",
+           (double)(s1.faults - s0.faults) / (double)done, s1.rss_mib);
     free(c);
 }
 

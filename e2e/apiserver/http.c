@@ -20,6 +20,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/json_read.h"
 #include "e2e/apiserver/protobuf.h"
 #include "e2e/apiserver/status.h"
 
@@ -39,10 +40,19 @@ static void reply_text(struct evhttp_request *req, int code, const char *content
 
 void fg__reply_json_as(struct evhttp_request *req, int code, json_object *o, const char *content_type)
 {
-    size_t len = 0;
-    const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE,
-                                                      &len);
-    reply_text(req, code, content_type, s, len);
+    struct fg_buf b = FG_BUF_INIT;
+    fg__json_write(&b, o);
+    reply_text(req, code, content_type, fg_buf_str(&b), b.len);
+    fg_buf_cleanup(&b);
+}
+
+void fg__reply_text(struct evhttp_request *req, int code, struct fg__text *text)
+{
+    struct evbuffer *buf = evbuffer_new();
+    fg__text_add_to_evbuffer(text, buf);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+    evhttp_send_reply(req, code, NULL, buf);
+    evbuffer_free(buf);
 }
 
 void fg__reply_json(struct evhttp_request *req, int code, json_object *o)
@@ -95,7 +105,7 @@ enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, 
     if (body_bytes(srv, req, &data, &len))
         return FG_E_TOO_BIG;
     char msg[FG_ERRMSG_MAX];
-    enum fg_err err = fg_json_parse(data, len, srv->max_body, out, msg);
+    enum fg_err err = fg__json_read(data, len, srv->max_body, out, msg);
     if (err) {
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "the body of the request could not be decoded: %s", msg);
         return FG_E_KUBE_BAD_REQUEST;

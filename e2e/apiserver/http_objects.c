@@ -72,7 +72,8 @@ static enum fg_err read_object(struct fg_apiserver *srv, struct evhttp_request *
     return fg__read_body(srv, req, out);
 }
 
-/* Replies with the write's result; a committed write to a CRD first brings the registry in line. */
+/* Replies with the write's result; a committed write to a CRD first brings the registry in line. An
+ * object the store now holds is sent as the text it was serialized to when stored. */
 static void reply_result(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
                          enum fg_err err, json_object *out, int ok_code)
 {
@@ -82,7 +83,11 @@ static void reply_result(struct fg_apiserver *srv, struct evhttp_request *req, c
     }
     if (fg__crd_is_crd_type(r->type))
         fg__crd_sync(&srv->store, fg_json_get_str(out, "metadata", "name", NULL));
-    fg__reply_json(req, ok_code, out);
+    struct fg__text *text = fg__store_text_of(&srv->store, r->type, out);
+    if (text)
+        fg__reply_text(req, ok_code, text);
+    else
+        fg__reply_json(req, ok_code, out);
     json_object_put(out);
 }
 
@@ -103,11 +108,7 @@ static void get_object(struct fg_apiserver *srv, struct evhttp_request *req, con
         json_object_put(table);
         return;
     }
-    struct evbuffer *buf = evbuffer_new();
-    fg__text_add_to_evbuffer(e->text, buf);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    evhttp_send_reply(req, 200, "OK", buf);
-    evbuffer_free(buf);
+    fg__reply_text(req, 200, e->text);
 }
 
 /* The write scope a subresource path allows; false (with a reply sent) when it is not served. */
@@ -181,6 +182,7 @@ static void write_run(void *arg)
     st->admission = &w->adm;
     st->dry_run = w->dry_run;
     w->adm.next = 0;
+    w->adm.resuming = false; /* until the run takes up where it waited (fg__admission_resume) */
     if (w->cmd == EVHTTP_REQ_PATCH)
         err = fg__store_patch(st, r->type, r->ns, r->name, w->scope, w->kind, w->body, &out);
     else if (w->cmd == EVHTTP_REQ_POST)

@@ -9,9 +9,9 @@
  *   x-kubernetes-patch-merge-key), walked alongside the object from the type's root definition;
  *   lists without a strategy are replaced whole. Directives: $patch (replace / delete, on maps and
  *   in lists), $retainKeys, $setElementOrder/<list>, $deleteFromPrimitiveList/<list>.
- * Every function leaves `orig` and `patch` untouched and returns a new object in *out; the merge patch
- * result shares the subtrees the patch did not touch with `orig`, so stored objects must stay
- * immutable (they do: the store replaces, never edits). FG_E_PARSE
+ * Every function leaves `orig` and `patch` untouched and returns a new object in *out; the merge and
+ * JSON patch results share the subtrees the patch did not touch with `orig` (and values with the
+ * patch), so stored objects must stay immutable (they do: the store replaces, never edits). FG_E_PARSE
  * means the patch document itself is malformed (HTTP 400); FG_E_INVAL means it is well formed but
  * cannot be applied, e.g. a failed "test" or a missing path (HTTP 422). errmsg says which and where.
  */
@@ -25,7 +25,7 @@
 
 /* A deep copy of o (NULL for NULL). */
 json_object *fg__json_dup(json_object *o);
-/* A new object holding references to o's members (o must be an object). */
+/* A new object (array) holding references to the members (elements) of o, an object or an array. */
 json_object *fg__json_shallow_dup(json_object *o);
 
 enum fg_err fg__patch_merge(json_object *orig, json_object *patch, json_object **out, char *errmsg) FG_MUST_USE;

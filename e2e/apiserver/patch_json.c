@@ -9,6 +9,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/cow.h"
 
 /* A parsed JSON pointer: tokens unescaped, the last one separate. */
 struct pointer {
@@ -93,6 +94,45 @@ static json_object *walk(json_object *doc, char **tokens, size_t n)
     return cur;
 }
 
+/* The document being patched: its root is private, everything below shared with the original until
+ * an operation changes it (cow.h), so a patch copies only the paths it touches. */
+struct doc {
+    json_object *root;
+    struct fg__cow cow;
+    struct fg__cow_node root_node;
+};
+
+static void doc_set_root(struct doc *d, json_object *root)
+{
+    fg__cow_cleanup(&d->cow);
+    d->root = root;
+    fg__cow_init(&d->cow, &d->root_node, root);
+}
+
+/* The container at tokens[0..n), made private along its path, or NULL when there is none. */
+static json_object *own_container(struct doc *d, char **tokens, size_t n)
+{
+    struct fg__cow_node *nodes = fg_calloc(n + 1, sizeof(*nodes));
+    struct fg__cow_node *cur = &d->root_node;
+    json_object *out = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t idx;
+        if (json_object_is_type(cur->obj, json_type_object) && json_object_object_get_ex(cur->obj, tokens[i], NULL))
+            nodes[i] = fg__cow_child(cur, tokens[i]);
+        else if (json_object_is_type(cur->obj, json_type_array) &&
+                 array_index(tokens[i], json_object_array_length(cur->obj), false, &idx))
+            nodes[i] = fg__cow_elem(cur, idx);
+        else
+            goto out;
+        cur = &nodes[i];
+    }
+    if (json_object_is_type(cur->obj, json_type_object) || json_object_is_type(cur->obj, json_type_array))
+        out = fg__cow_own(&d->cow, cur);
+out:
+    free(nodes);
+    return out;
+}
+
 static void array_insert(json_object *arr, size_t idx, json_object *value)
 {
     size_t n = json_object_array_length(arr);
@@ -106,26 +146,38 @@ static void array_insert(json_object *arr, size_t idx, json_object *value)
     json_object_array_put_idx(arr, idx, value);
 }
 
-/* Adds (or with `replace`, replaces) value (taken) at ptr in *doc. */
-static enum fg_err put_value(json_object **doc, const struct pointer *ptr, const char *path, json_object *value,
+/* A new root for the whole document replaced by value (taken): private at the top, as the root must be. */
+static void replace_root(struct doc *d, json_object *value)
+{
+    json_object *root = value;
+    if (json_object_is_type(value, json_type_object) || json_object_is_type(value, json_type_array)) {
+        root = fg__json_shallow_dup(value);
+        json_object_put(value);
+    }
+    json_object_put(d->root);
+    doc_set_root(d, root);
+}
+
+/* Adds (or with `replace`, replaces) value (taken) at ptr in the document. */
+static enum fg_err put_value(struct doc *d, const struct pointer *ptr, const char *path, json_object *value,
                              bool replace, char *errmsg)
 {
     if (ptr->n == 0) {
-        json_object_put(*doc);
-        *doc = value;
+        replace_root(d, value);
         return FG_OK;
     }
-    json_object *parent = walk(*doc, ptr->tokens, ptr->n - 1);
     const char *last = ptr->tokens[ptr->n - 1];
+    json_object *parent = walk(d->root, ptr->tokens, ptr->n - 1);
     size_t idx;
     if (json_object_is_type(parent, json_type_object)) {
         if (replace && !json_object_object_get_ex(parent, last, NULL))
             goto out_missing;
-        json_object_object_add(parent, last, value);
+        json_object_object_add(own_container(d, ptr->tokens, ptr->n - 1), last, value);
         return FG_OK;
     }
     if (json_object_is_type(parent, json_type_array) &&
         array_index(last, json_object_array_length(parent), !replace, &idx)) {
+        parent = own_container(d, ptr->tokens, ptr->n - 1);
         if (replace)
             json_object_array_put_idx(parent, idx, value);
         else
@@ -137,24 +189,24 @@ out_missing:
     return fg_errmsg(errmsg, FG_E_INVAL, "path \"%s\" does not exist", path);
 }
 
-static enum fg_err remove_value(json_object *doc, const struct pointer *ptr, const char *path, char *errmsg)
+static enum fg_err remove_value(struct doc *d, const struct pointer *ptr, const char *path, char *errmsg)
 {
-    json_object *parent = ptr->n ? walk(doc, ptr->tokens, ptr->n - 1) : NULL;
+    json_object *parent = ptr->n ? walk(d->root, ptr->tokens, ptr->n - 1) : NULL;
     const char *last = ptr->n ? ptr->tokens[ptr->n - 1] : "";
     size_t idx;
     if (json_object_is_type(parent, json_type_object) && json_object_object_get_ex(parent, last, NULL)) {
-        json_object_object_del(parent, last);
+        json_object_object_del(own_container(d, ptr->tokens, ptr->n - 1), last);
         return FG_OK;
     }
     if (json_object_is_type(parent, json_type_array) &&
         array_index(last, json_object_array_length(parent), false, &idx)) {
-        json_object_array_del_idx(parent, idx, 1);
+        json_object_array_del_idx(own_container(d, ptr->tokens, ptr->n - 1), idx, 1);
         return FG_OK;
     }
     return fg_errmsg(errmsg, FG_E_INVAL, "cannot remove \"%s\": path does not exist", path);
 }
 
-static enum fg_err apply_op(json_object **doc, json_object *op, size_t i, char *errmsg)
+static enum fg_err apply_op(struct doc *d, json_object *op, size_t i, char *errmsg)
 {
     const char *name = fg_json_get_str(op, "op", NULL);
     const char *path = fg_json_get_str(op, "path", NULL);
@@ -179,26 +231,29 @@ static enum fg_err apply_op(json_object **doc, json_object *op, size_t i, char *
         goto out_ptr;
 
     if (!strcmp(name, "add") || !strcmp(name, "replace")) {
-        err = put_value(doc, &ptr, path, fg__json_dup(value), !strcmp(name, "replace"), errmsg);
+        /* shared, not copied: whatever changes it later copies it first */
+        err = put_value(d, &ptr, path, json_object_get(value), !strcmp(name, "replace"), errmsg);
     } else if (!strcmp(name, "remove")) {
-        err = remove_value(*doc, &ptr, path, errmsg);
+        err = remove_value(d, &ptr, path, errmsg);
     } else if (!strcmp(name, "test")) {
-        json_object *cur = walk(*doc, ptr.tokens, ptr.n);
+        json_object *cur = walk(d->root, ptr.tokens, ptr.n);
         if (!json_object_equal(cur, value))
             err = fg_errmsg(errmsg, FG_E_INVAL, "test operation failed at \"%s\"", path);
     } else {
-        json_object *src = walk(*doc, from_ptr.tokens, from_ptr.n);
+        json_object *src = walk(d->root, from_ptr.tokens, from_ptr.n);
         if (!src) {
             err = fg_errmsg(errmsg, FG_E_INVAL, "%s: from path \"%s\" does not exist", name, from);
         } else if (!strcmp(name, "move") && strlen(path) > strlen(from) && fg_str_has_prefix(path, from) &&
                    path[strlen(from)] == '/') {
             err = fg_errmsg(errmsg, FG_E_INVAL, "move: cannot move \"%s\" into its own child \"%s\"", from, path);
         } else {
-            json_object *moved = fg__json_dup(src);
-            if (!strcmp(name, "move") && (err = remove_value(*doc, &from_ptr, from, errmsg)) != FG_OK)
+            /* a copy may be an edited (private) container: it is copied whole, to be private twice over */
+            bool move = !strcmp(name, "move");
+            json_object *moved = move ? json_object_get(src) : fg__json_dup(src);
+            if (move && (err = remove_value(d, &from_ptr, from, errmsg)) != FG_OK)
                 json_object_put(moved);
             else
-                err = put_value(doc, &ptr, path, moved, false, errmsg);
+                err = put_value(d, &ptr, path, moved, false, errmsg);
         }
     }
     pointer_cleanup(&from_ptr);
@@ -212,19 +267,19 @@ enum fg_err fg__patch_json(json_object *orig, json_object *ops, json_object **ou
     *out = NULL;
     if (!json_object_is_type(ops, json_type_array))
         return fg_errmsg(errmsg, FG_E_PARSE, "JSON patch must be an array of operations");
-    json_object *doc = fg__json_dup(orig);
-    for (size_t i = 0; i < json_object_array_length(ops); i++) {
+    struct doc d = { 0 };
+    bool container = json_object_is_type(orig, json_type_object) || json_object_is_type(orig, json_type_array);
+    doc_set_root(&d, container ? fg__json_shallow_dup(orig) : json_object_get(orig));
+    enum fg_err err = FG_OK;
+    for (size_t i = 0; !err && i < json_object_array_length(ops); i++) {
         json_object *op = json_object_array_get_idx(ops, i);
-        if (!json_object_is_type(op, json_type_object)) {
-            json_object_put(doc);
-            return fg_errmsg(errmsg, FG_E_PARSE, "operation %zu is not an object", i);
-        }
-        enum fg_err err = apply_op(&doc, op, i, errmsg);
-        if (err) {
-            json_object_put(doc);
-            return err;
-        }
+        err = json_object_is_type(op, json_type_object) ? apply_op(&d, op, i, errmsg)
+                                                       : fg_errmsg(errmsg, FG_E_PARSE, "operation %zu is not an object", i);
     }
-    *out = doc;
-    return FG_OK;
+    fg__cow_cleanup(&d.cow);
+    if (err)
+        json_object_put(d.root);
+    else
+        *out = d.root;
+    return err;
 }

@@ -13,6 +13,13 @@ json_object *fg__json_dup(json_object *o)
 
 json_object *fg__json_shallow_dup(json_object *o)
 {
+    if (json_object_is_type(o, json_type_array)) {
+        size_t n = json_object_array_length(o);
+        json_object *copy = json_object_new_array_ext((int)(n ? n : 1));
+        for (size_t i = 0; i < n; i++)
+            json_object_array_add(copy, json_object_get(json_object_array_get_idx(o, i)));
+        return copy;
+    }
     json_object *copy = json_object_new_object();
     json_object_object_foreach(o, key, value)
         json_object_object_add(copy, key, json_object_get(value));

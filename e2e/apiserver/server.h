@@ -132,6 +132,8 @@ void fg__http_on_request(struct evhttp_request *req, void *arg);
 void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req);
 /* Replies with o's JSON (o borrowed). */
 void fg__reply_json(struct evhttp_request *req, int code, json_object *o);
+/* Replies with JSON text already serialized (a stored object's), by reference. */
+void fg__reply_text(struct evhttp_request *req, int code, struct fg__text *text);
 /* The same with another media type (Tables, aggregated discovery); o stays the caller's. */
 void fg__reply_json_as(struct evhttp_request *req, int code, json_object *o, const char *content_type);
 /* Replies with a Status (taken); its code is the HTTP code. */

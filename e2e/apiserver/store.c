@@ -97,6 +97,15 @@ const struct fg__entry *fg__store_get(struct fg__store *st, const struct fg__typ
     return e;
 }
 
+struct fg__text *fg__store_text_of(struct fg__store *st, const struct fg__type *type, json_object *obj)
+{
+    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
+    const struct fg__entry *e = name ? fg__store_get(st, type, fg_json_get_str(obj, "metadata", "namespace", NULL),
+                                                     name)
+                                     : NULL;
+    return e && e->obj == obj ? e->text : NULL;
+}
+
 struct fg__event *fg__store_history(struct fg__store *st, size_t i)
 {
     return &st->ring[(st->head + i) % st->cap];
@@ -131,6 +140,26 @@ static void record(struct fg__store *st, const struct fg__type *type, enum fg__e
         st->on_event(st->on_event_ud, ev, obj, old);
 }
 
+/* json-c gives every object it makes a hash table of 16 slots (640 bytes). Bodies come sized to fit
+ * (json_read.c), but what the server adds on the way (metadata, defaults, copies made by patches)
+ * does not; a stored object never changes again, so each of its tables is shrunk to fit (load under
+ * json-c's 0.66, so a lookup still finds a free slot) while its text is written, in the same walk.
+ * Subtrees shared with an earlier version are compact already. */
+static void compact(json_object *o)
+{
+    struct lh_table *t = json_object_get_object(o);
+    int fit = t->count * 3 / 2 + 1;
+    if (t->count == 0 && t->size > 1) {
+        /* the common {}: one empty slot, without lh_table_resize's second table */
+        free(t->table);
+        t->table = fg_calloc(1, sizeof(*t->table));
+        t->table[0].k = LH_EMPTY;
+        t->size = 1;
+    } else if (fit < t->size && lh_table_resize(t, fit) != 0) {
+        abort(); /* json-c fails a resize only when allocation fails */
+    }
+}
+
 /* Puts obj (taken) into its slot; returns the entry and, in *old / *old_text, what it replaced (references). */
 static struct fg__entry *place(struct fg__store *st, const struct fg__type *type, json_object *obj, json_object **old,
                                struct fg__text **old_text)
@@ -141,7 +170,7 @@ static struct fg__entry *place(struct fg__store *st, const struct fg__type *type
     struct fg__entry *e = fg_calloc(1, sizeof(*e));
     e->key = key;
     e->obj = obj;
-    e->text = fg__text_from_json(obj);
+    e->text = fg__text_from_json_visiting(obj, compact);
     size_t i = fg__store_lower_bound(b, key);
     *old = NULL;
     *old_text = NULL;

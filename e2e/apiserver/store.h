@@ -13,7 +13,7 @@
  *
  * store_write.c, store_delete.c, store_bind.c, store_evict.c and store_resize.c add the kube-apiserver
  * semantics on top (defaults, validation, preconditions, generation, status subresource, finalizers,
- * graceful deletion, binding, eviction, resize); creates and
+ * graceful deletion, binding, eviction, resize), store_seed.c the objects it makes at start; creates and
  * updates pass through admission (admit.h: CRDs, custom resource schemas, webhooks); state.c saves
  * and loads the objects.
  */
@@ -82,6 +82,9 @@ size_t fg__store_lower_bound(const struct fg__bucket *b, const char *key);
 const struct fg__entry *fg__store_get(struct fg__store *st, const struct fg__type *type, const char *ns,
                                       const char *name);
 
+/* The text the store serialized obj to, when obj is the object it holds under obj's name (borrowed),
+ * else NULL: what replies and webhook reviews send instead of serializing again. */
+struct fg__text *fg__store_text_of(struct fg__store *st, const struct fg__type *type, json_object *obj);
 /* Commits obj (taken) under its metadata: sets metadata.resourceVersion to the next revision,
  * inserts or replaces the entry and records an ADDED or MODIFIED event. Returns the entry. */
 const struct fg__entry *fg__store_put(struct fg__store *st, const struct fg__type *type, json_object *obj);
@@ -133,7 +136,9 @@ enum fg_err fg__store_bind(struct fg__store *st, const struct fg__type *pods, co
  * (code 201) on success. */
 enum fg_err fg__store_evict(struct fg__store *st, const struct fg__type *pods, const char *ns, const char *name,
                             json_object *eviction, json_object **out) FG_MUST_USE;
-/* Creates the namespaces that always exist (default, kube-system, kube-public) when missing. */
+/* store_seed.c: creates what kube-apiserver makes at start when missing: the namespaces default,
+ * kube-system, kube-public and kube-node-lease, and the PriorityClasses system-node-critical and
+ * system-cluster-critical. */
 void fg__store_seed(struct fg__store *st);
 
 #endif

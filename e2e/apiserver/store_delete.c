@@ -6,7 +6,7 @@
  * anything else is a 422 Invalid DeleteOptions).
  * Graceful deletion, pods only: a pod bound to a node and not Succeeded/Failed gets
  * deletionTimestamp = now + grace and deletionGracePeriodSeconds = grace (options, else
- * spec.terminationGracePeriodSeconds, else 30) and stays; a later DELETE may only shorten the grace
+ * spec.terminationGracePeriodSeconds, 30 unless the pod set it) and stays; a later DELETE may only shorten the grace
  * period, and one that brings it to 0 removes the pod (the kubelet's final delete). Other pods, and
  * every other kind, go at once.
  * Propagation: Orphan sets the `orphan` finalizer, Foreground `foregroundDeletion`, Background
@@ -29,7 +29,6 @@
 #include "e2e/apiserver/store.h"
 #include "e2e/apiserver/store_int.h"
 
-#define DEFAULT_POD_GRACE 30
 #define FINALIZER_ORPHAN "orphan"
 #define FINALIZER_FOREGROUND "foregroundDeletion"
 
@@ -107,7 +106,7 @@ static json_object *policy_finalizers(json_object *cur, const char *policy)
 /* A pod's grace period for a first DELETE (kube's pod strategy, CheckGracefulDelete). */
 static int64_t pod_grace(json_object *pod, const struct delete_opts *o)
 {
-    int64_t grace = DEFAULT_POD_GRACE;
+    int64_t grace = 0; /* kube's: no terminationGracePeriodSeconds (it is defaulted to 30) is no grace */
     if (o->has_grace)
         grace = o->grace;
     else
@@ -223,20 +222,4 @@ enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, 
     if (type == fg__write_namespaces_type(st))
         delete_namespace_contents(st, name);
     return FG_OK;
-}
-
-void fg__store_seed(struct fg__store *st)
-{
-    static const char *const always[] = { "default", "kube-system", "kube-public" };
-    const struct fg__type *nst = fg__write_namespaces_type(st);
-    for (size_t i = 0; nst && i < sizeof(always) / sizeof(*always); i++) {
-        if (fg__store_get(st, nst, NULL, always[i]))
-            continue;
-        json_object *body = json_object_new_object(), *out = NULL;
-        fg_json_set_str(fg_json_ensure_obj(body, "metadata"), "name", always[i]);
-        if (fg__store_create(st, nst, NULL, body, &out) != FG_OK)
-            abort(); /* a fixed valid namespace cannot be refused */
-        json_object_put(out);
-        json_object_put(body);
-    }
 }

@@ -15,7 +15,6 @@
 #include "e2e/apiserver/store.h"
 
 #include <ctype.h>
-#include <openssl/rand.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +26,7 @@
 #include "base/mem.h"
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/patch.h"
+#include "e2e/apiserver/random.h"
 #include "e2e/apiserver/status.h"
 #include "e2e/apiserver/store_int.h"
 
@@ -47,22 +47,11 @@ enum fg_err fg__write_fail(json_object **out, enum fg_err err, const struct fg__
     return err;
 }
 
-static void random_bytes(unsigned char *b, size_t n)
-{
-    if (RAND_bytes(b, (int)n) != 1)
-        abort(); /* OpenSSL's generator fails only when it cannot seed itself */
-}
-
 static void set_uid(json_object *meta)
 {
-    unsigned char b[16];
-    random_bytes(b, sizeof(b));
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    char s[37];
-    snprintf(s, sizeof(s), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
-             b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-    fg_json_set_str(meta, "uid", s);
+    char uid[37];
+    fg__random_uuid(uid);
+    fg_json_set_str(meta, "uid", uid);
 }
 
 void fg__write_set_time(json_object *meta, const char *field, time_t t)
@@ -153,21 +142,22 @@ static enum fg_err check_namespace(struct fg__store *st, const struct fg__type *
     return fg__write_fail(out, FG_E_KUBE_NOT_FOUND, nst, ns, NULL, "namespaces \"%s\" not found", ns);
 }
 
-enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, const char *ns, json_object *body,
-                             json_object **out)
+/* The object a create stores, from its body: named (from generateName when asked; 422 without a valid
+ * name), with uid, creationTimestamp and generation 1, a new namespace Active. */
+static enum fg_err new_object(const struct fg__type *type, const char *ns, json_object *body, json_object **obj,
+                              json_object **out)
 {
-    json_object *obj = NULL;
-    enum fg_err err = check_body(type, ns, body, &obj, out);
+    enum fg_err err = check_body(type, ns, body, obj, out);
     if (err)
         return err;
-    json_object *meta = fg_json_get(obj, "metadata", NULL);
+    json_object *meta = fg_json_get(*obj, "metadata", NULL);
     const char *name = fg_json_get_str(meta, "name", NULL);
     const char *generate = fg_json_get_str(meta, "generateName", NULL);
     if ((!name || !*name) && generate && *generate) {
         static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
         unsigned char r[GENERATE_SUFFIX];
         char suffix[GENERATE_SUFFIX + 1];
-        random_bytes(r, sizeof(r));
+        fg__random_bytes(r, sizeof(r));
         for (size_t i = 0; i < GENERATE_SUFFIX; i++)
             suffix[i] = alphabet[r[i] % (sizeof(alphabet) - 1)];
         suffix[GENERATE_SUFFIX] = '\0';
@@ -176,32 +166,45 @@ enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, 
         free(generated);
         name = fg_json_get_str(meta, "name", NULL);
     }
-    if (!name || !*name) {
+    if (!name || !*name)
         err = fg__write_invalid(out, type, "", "metadata.name", "FieldValueRequired",
                                 "Required value: name or generateName is required");
-        goto out_put;
-    }
-    if (!valid_name(name)) {
+    else if (!valid_name(name))
         err = fg__write_invalid(out, type, name, "metadata.name", "FieldValueInvalid",
                                 "Invalid value: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                                 "characters, '-' or '.', and must start and end with an alphanumeric character");
-        goto out_put;
+    if (err) {
+        json_object_put(*obj);
+        *obj = NULL;
+        return err;
     }
+    set_uid(meta);
+    fg__write_set_now(meta, "creationTimestamp");
+    json_object_object_add(meta, "generation", json_object_new_int64(1));
+    json_object_object_del(meta, "deletionTimestamp");
+    if (!strcmp(type->plural, "namespaces") && !type->group[0] && !fg_json_get(*obj, "status", NULL)) {
+        json_object *status = json_object_new_object();
+        fg_json_set_str(status, "phase", "Active");
+        json_object_object_add(*obj, "status", status);
+    }
+    return FG_OK;
+}
+
+enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, const char *ns, json_object *body,
+                             json_object **out)
+{
+    /* a create that waited for a webhook takes up the object it stopped at */
+    json_object *obj = fg__admission_resume(st->admission, NULL);
+    enum fg_err err = obj ? FG_OK : new_object(type, ns, body, &obj, out);
+    if (err)
+        return err;
+    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
     if ((err = check_namespace(st, type, ns, out)) != FG_OK)
         goto out_put;
     if (fg__store_get(st, type, ns, name)) {
         err = fg__write_fail(out, FG_E_KUBE_ALREADY_EXISTS, type, name, NULL, "%s \"%s\" already exists",
                              type->plural, name);
         goto out_put;
-    }
-    set_uid(meta);
-    fg__write_set_now(meta, "creationTimestamp");
-    json_object_object_add(meta, "generation", json_object_new_int64(1));
-    json_object_object_del(meta, "deletionTimestamp");
-    if (!strcmp(type->plural, "namespaces") && !type->group[0] && !fg_json_get(obj, "status", NULL)) {
-        json_object *status = json_object_new_object();
-        fg_json_set_str(status, "phase", "Active");
-        json_object_object_add(obj, "status", status);
     }
     if ((err = fg__admit(st, type, NULL, &obj, out)) != FG_OK)
         return err;
@@ -243,33 +246,36 @@ bool fg__write_has_finalizers(json_object *obj)
     return json_object_is_type(f, json_type_array) && json_object_array_length(f) > 0;
 }
 
-enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object *obj,
+/* Makes *obj (taken and given back) the successor of cur within scope: the resourceVersion
+ * precondition (409), the name (immutable), the scope, the identity carried over. On failure *obj is
+ * released and *out is the Status. */
+static enum fg_err successor(const struct fg__type *type, json_object *cur, json_object **obj,
                              enum fg__write_scope scope, json_object **out)
 {
-    json_object *meta = fg_json_ensure_obj(obj, "metadata");
+    json_object *meta = fg_json_ensure_obj(*obj, "metadata");
     const char *name = fg_json_get_str(cur, "metadata", "name", NULL);
     const char *rv = fg_json_get_str(meta, "resourceVersion", NULL);
     const char *cur_rv = fg_json_get_str(cur, "metadata", "resourceVersion", NULL);
-    if (rv && *rv && !fg_str_eq(rv, cur_rv)) {
-        json_object_put(obj);
-        return fg__write_fail(out, FG_E_KUBE_CONFLICT, type, name, NULL,
-                              "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please "
-                              "apply your changes to the latest version and try again", type->plural, name);
-    }
-    const char *new_name = fg_json_get_str(meta, "name", NULL);
-    if (!fg_str_eq(new_name, name)) {
-        json_object_put(obj);
-        return fg__write_invalid(out, type, name, "metadata.name", "FieldValueInvalid",
-                                 "Invalid value: field is immutable");
+    enum fg_err err = FG_OK;
+    if (rv && *rv && !fg_str_eq(rv, cur_rv))
+        err = fg__write_fail(out, FG_E_KUBE_CONFLICT, type, name, NULL,
+                             "Operation cannot be fulfilled on %s \"%s\": the object has been modified; please "
+                             "apply your changes to the latest version and try again", type->plural, name);
+    else if (!fg_str_eq(fg_json_get_str(meta, "name", NULL), name))
+        err = fg__write_invalid(out, type, name, "metadata.name", "FieldValueInvalid",
+                                "Invalid value: field is immutable");
+    if (err) {
+        json_object_put(*obj);
+        *obj = NULL;
+        return err;
     }
     if (scope == FG__SCOPE_RESIZE) {
-        enum fg_err err = fg__write_resize(type, cur, &obj, out);
-        if (err)
+        if ((err = fg__write_resize(type, cur, obj, out)) != FG_OK)
             return err;
     } else {
-        obj = apply_scope(type, cur, obj, scope);
+        *obj = apply_scope(type, cur, *obj, scope);
     }
-    meta = fg_json_get(obj, "metadata", NULL);
+    meta = fg_json_get(*obj, "metadata", NULL);
     static const char *const carried[] = { "uid", "creationTimestamp", "deletionTimestamp" };
     for (size_t i = 0; i < sizeof(carried) / sizeof(*carried); i++)
         fg_json_set_str(meta, carried[i], fg_json_get_str(cur, "metadata", carried[i], NULL));
@@ -278,10 +284,25 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
         json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_get(cur_grace));
     else
         json_object_object_del(meta, "deletionGracePeriodSeconds");
-    enum fg_err err = fg__admit(st, type, cur, &obj, out);
-    if (err)
+    return FG_OK;
+}
+
+enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object *obj,
+                             enum fg__write_scope scope, json_object **out)
+{
+    const char *name = fg_json_get_str(cur, "metadata", "name", NULL);
+    /* a write that waited for a webhook takes up the object it stopped at, if cur is still the same */
+    json_object *resumed = fg__admission_resume(st->admission, cur);
+    enum fg_err err = FG_OK;
+    if (resumed) {
+        json_object_put(obj);
+        obj = resumed;
+    } else if ((err = successor(type, cur, &obj, scope, out)) != FG_OK) {
         return err;
-    meta = fg_json_get(obj, "metadata", NULL);
+    }
+    if ((err = fg__admit(st, type, cur, &obj, out)) != FG_OK)
+        return err;
+    json_object *meta = fg_json_get(obj, "metadata", NULL);
     int64_t gen = 1;
     fg_json_get_int64(cur, &gen, "metadata", "generation", NULL);
     if (!json_object_equal(fg_json_get(cur, "spec", NULL), fg_json_get(obj, "spec", NULL)))

@@ -392,12 +392,12 @@ static json_object *service_external_ip(json_object *column, json_object *obj)
     const char *type = fg_json_get_str(obj, "spec", "type", NULL);
     char *external = joined_strings(fg_json_get(obj, "spec", "externalIPs", NULL));
     json_object *cell = NULL;
-    if (!type || !strcmp(type, "ClusterIP") || !strcmp(type, "NodePort")) {
+    if (fg_str_eq(type, "ClusterIP") || fg_str_eq(type, "NodePort")) {
         cell = json_object_new_string(external ? external : "<none>");
-    } else if (!strcmp(type, "ExternalName")) {
+    } else if (fg_str_eq(type, "ExternalName")) {
         const char *name = fg_json_get_str(obj, "spec", "externalName", NULL);
         cell = json_object_new_string(name ? name : "");
-    } else if (!strcmp(type, "LoadBalancer")) {
+    } else if (fg_str_eq(type, "LoadBalancer")) {
         json_object *ingress = fg_json_get(obj, "status", "loadBalancer", "ingress", NULL);
         json_object *items = json_object_new_array();
         for (size_t i = 0; i < array_len(ingress); i++) {
@@ -432,8 +432,8 @@ static json_object *service_ports(json_object *column, json_object *obj)
         fg_json_get_int64(p, &port, "port", NULL);
         fg_json_get_int64(p, &node_port, "nodePort", NULL);
         const char *proto = fg_json_get_str(p, "protocol", NULL);
-        char *one = node_port > 0 ? fg_asprintf("%lld:%lld/%s", (long long)port, (long long)node_port, proto ? proto : "TCP")
-                                  : fg_asprintf("%lld/%s", (long long)port, proto ? proto : "TCP");
+        char *one = node_port > 0 ? fg_asprintf("%lld:%lld/%s", (long long)port, (long long)node_port, proto ? proto : "")
+                                  : fg_asprintf("%lld/%s", (long long)port, proto ? proto : "");
         json_object_array_add(items, json_object_new_string(one));
         free(one);
     }

@@ -6,7 +6,8 @@
  * ValidatingWebhookConfigurations (after it), and for each webhook whose rules (operations,
  * apiGroups, apiVersions, resources, scope), namespaceSelector (on the namespace's labels) and
  * objectSelector (on the object's labels) match, POSTs an admission.k8s.io/v1 AdmissionReview to
- * clientConfig.url with `?timeout=Ns`, over HTTPS verified against the caBundle. A reply must echo
+ * clientConfig.url, or to the endpoint of clientConfig.service (webhook_service.c), with
+ * `?timeout=Ns`, over HTTPS verified against the caBundle. A reply must echo
  * the request's uid. allowed:false refuses the write with the webhook's status (400 and "admission
  * webhook \"NAME\" denied the request: ..." unless it says otherwise); a mutating webhook's
  * base64 JSONPatch is applied to the object. A call that fails or times out (timeoutSeconds, default
@@ -23,7 +24,6 @@
 #include "e2e/apiserver/admit.h"
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +31,10 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/defaults.h"
 #include "e2e/apiserver/hook_client.h"
 #include "e2e/apiserver/patch.h"
+#include "e2e/apiserver/random.h"
 #include "operator/kube/selector.h"
 #include "e2e/apiserver/status.h"
 
@@ -93,40 +95,50 @@ static bool hook_applies(struct fg__store *st, json_object *hook, const struct f
     return nse && selector_accepts(ns_selector, nse->obj);
 }
 
-static json_object *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
-                           json_object *cur)
+/* Appends raw text; an unlimited buffer cannot refuse it. */
+static void put_raw(struct fg_buf *b, const char *raw, size_t len)
 {
-    json_object *req = json_object_new_object();
-    fg_json_set_str(req, "uid", uid);
-    json_object *kind = json_object_new_object(), *resource = json_object_new_object();
-    fg_json_set_str(kind, "group", type->group);
-    fg_json_set_str(kind, "version", type->version);
-    fg_json_set_str(kind, "kind", type->kind);
-    fg_json_set_str(resource, "group", type->group);
-    fg_json_set_str(resource, "version", type->version);
-    fg_json_set_str(resource, "resource", type->plural);
-    json_object_object_add(req, "kind", kind);
-    json_object_object_add(req, "resource", resource);
-    json_object_object_add(req, "requestKind", json_object_get(kind));
-    json_object_object_add(req, "requestResource", json_object_get(resource));
-    fg_json_set_str(req, "name", fg_json_get_str(obj, "metadata", "name", NULL));
-    fg_json_set_str(req, "namespace", fg_json_get_str(obj, "metadata", "namespace", NULL));
-    fg_json_set_str(req, "operation", op);
-    json_object *user = json_object_new_object();
-    fg_json_set_str(user, "username", "kubernetes-admin");
-    json_object *groups = json_object_new_array();
-    json_object_array_add(groups, json_object_new_string("system:masters"));
-    json_object_array_add(groups, json_object_new_string("system:authenticated"));
-    json_object_object_add(user, "groups", groups);
-    json_object_object_add(req, "userInfo", user);
-    json_object_object_add(req, "object", json_object_get(obj));
-    json_object_object_add(req, "oldObject", json_object_get(cur));
-    json_object_object_add(req, "dryRun", json_object_new_boolean(false));
-    json_object *doc = json_object_new_object();
-    fg_json_set_str(doc, "apiVersion", "admission.k8s.io/v1");
-    fg_json_set_str(doc, "kind", "AdmissionReview");
-    json_object_object_add(doc, "request", req);
-    return doc;
+    if (fg_buf_append(b, raw, len) != FG_OK)
+        abort();
+}
+
+/* The AdmissionReview text, written around the object's serialization (and the stored text of the old
+ * object on an update) rather than built as a tree and serialized whole. */
+static char *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
+                    json_object *cur, struct fg__text *cur_text, bool dry_run)
+{
+    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
+    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
+    const struct { const char *raw, *str; } parts[] = {
+        { "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":", uid },
+        { ",\"kind\":{\"group\":", type->group }, { ",\"version\":", type->version }, { ",\"kind\":", type->kind },
+        { "},\"resource\":{\"group\":", type->group }, { ",\"version\":", type->version },
+        { ",\"resource\":", type->plural },
+        { "},\"requestKind\":{\"group\":", type->group }, { ",\"version\":", type->version },
+        { ",\"kind\":", type->kind },
+        { "},\"requestResource\":{\"group\":", type->group }, { ",\"version\":", type->version },
+        { ",\"resource\":", type->plural },
+        { "}", NULL }, { name ? ",\"name\":" : "", name }, { ns ? ",\"namespace\":" : "", ns },
+        { ",\"operation\":", op },
+        { ",\"userInfo\":{\"username\":\"kubernetes-admin\",\"groups\":[\"system:masters\","
+          "\"system:authenticated\"]},\"object\":", NULL },
+    };
+    struct fg_buf b = FG_BUF_INIT;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(*parts); i++) {
+        put_raw(&b, parts[i].raw, strlen(parts[i].raw));
+        if (parts[i].str)
+            fg__json_write_string(&b, parts[i].str, strlen(parts[i].str));
+    }
+    fg__json_write(&b, obj);
+    static const char old_key[] = ",\"oldObject\":";
+    put_raw(&b, old_key, sizeof(old_key) - 1);
+    if (cur && !cur_text)
+        fg__json_write(&b, cur);
+    else
+        put_raw(&b, cur_text ? cur_text->data : "null", cur_text ? cur_text->len : 4);
+    const char *tail = dry_run ? ",\"dryRun\":true}}" : ",\"dryRun\":false}}";
+    put_raw(&b, tail, strlen(tail));
+    return fg_buf_take(&b);
 }
 
 /* Decodes base64 (whitespace and padding allowed); NULL when malformed. *len gets the size. */
@@ -152,18 +164,9 @@ static unsigned char *base64_decode(const char *s, size_t *len)
     return out;
 }
 
-static void new_uid(char out[33])
-{
-    unsigned char b[16];
-    if (RAND_bytes(b, sizeof(b)) != 1)
-        abort(); /* OpenSSL's generator fails only when it cannot seed itself */
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
 struct fg__hook_reply {
     char *key;       /* "configuration/webhook" the call went to */
-    char uid[33];    /* the review's uid */
+    char uid[37];    /* the review's uid */
     enum fg_err err; /* FG_E_BUSY while in flight */
     json_object *reply;
     char msg[FG_ERRMSG_MAX];
@@ -189,13 +192,36 @@ static void truncate_replies(struct fg__admission *a, size_t from)
         a->n = from;
 }
 
+static void drop_resume(struct fg__admission *a)
+{
+    json_object_put(a->resume);
+    json_object_put(a->resume_cur);
+    a->resume = a->resume_cur = NULL;
+}
+
 void fg__admission_cleanup(struct fg__admission *a)
 {
     if (a->pending)
         fg__hook_call_cancel(a->pending);
     truncate_replies(a, 0);
     free(a->v);
+    drop_resume(a);
     memset(a, 0, sizeof(*a));
+}
+
+bool fg__admission_resuming(const struct fg__admission *a, bool validating)
+{
+    return a && a->resuming && a->n && fg_str_has_prefix(a->v[a->n - 1].key, validating ? "validating/" : "mutating/");
+}
+
+json_object *fg__admission_resume(struct fg__admission *a, json_object *cur)
+{
+    if (!a || !a->resume)
+        return NULL;
+    json_object *obj = a->resume_cur == cur ? json_object_get(a->resume) : NULL;
+    a->resuming = obj != NULL;
+    drop_resume(a);
+    return obj;
 }
 
 static void on_call_done(void *ud, enum fg_err err, json_object *reply, const char *errmsg)
@@ -209,11 +235,53 @@ static void on_call_done(void *ud, enum fg_err err, json_object *reply, const ch
     a->on_ready(a->ud);
 }
 
-/* Starts the call of one webhook with the review; FG_E_BUSY once it is in flight, else the reason. */
-static enum fg_err start_call(struct fg__admission *a, json_object *hook, const char *key, const char *url,
-                              long timeout_s, const struct fg__type *type, const char *op, json_object *obj,
-                              json_object *cur, char *errmsg)
+/* Where a call goes: the URL with ?timeout=Ns, and for a service the endpoint's "ADDRESS:PORT", dialled
+ * while TLS checks the Service's name. */
+struct target {
+    char *url;
+    char *dial; /* NULL for clientConfig.url */
+    long timeout_s;
+};
+
+static void target_cleanup(struct target *t)
 {
+    free(t->url);
+    free(t->dial);
+}
+
+/* The target of a webhook; a service that cannot be resolved fails the call as kube's dialer does. */
+static enum fg_err hook_target(struct fg__store *st, json_object *hook, struct target *t, char *errmsg)
+{
+    *t = (struct target){ .timeout_s = DEFAULT_TIMEOUT_S };
+    int64_t timeout_s = DEFAULT_TIMEOUT_S;
+    if (fg_json_get_int64(hook, &timeout_s, "timeoutSeconds", NULL) && timeout_s >= 1 && timeout_s <= 30)
+        t->timeout_s = (long)timeout_s;
+    const char *url = fg_json_get_str(hook, "clientConfig", "url", NULL);
+    json_object *service = fg_json_get(hook, "clientConfig", "service", NULL);
+    char *base = NULL, reason[FG_ERRMSG_MAX];
+    enum fg_err err = FG_OK;
+    if (url)
+        base = fg_strdup(url);
+    else if (service)
+        err = fg__webhook_service(st, service, &base, &t->dial, reason);
+    else
+        return fg_errmsg(errmsg, FG_E_INVAL, "clientConfig needs a url or a service");
+    if (base)
+        t->url = fg_asprintf("%s%stimeout=%lds", base, strchr(base, '?') ? "&" : "?", t->timeout_s);
+    free(base);
+    if (err && t->url)
+        fg_errmsg(errmsg, err, "failed to call webhook: Post \"%s\": %s", t->url, reason);
+    else if (err)
+        fg_errmsg(errmsg, err, "%s", reason);
+    return err;
+}
+
+/* Starts the call of one webhook with the review; FG_E_BUSY once it is in flight, else the reason. */
+static enum fg_err start_call(struct fg__store *st, json_object *hook, const char *key, const struct target *t,
+                              const struct fg__type *type, const char *op, json_object *obj, json_object *cur,
+                              char *errmsg)
+{
+    struct fg__admission *a = st->admission;
     const char *ca_b64 = fg_json_get_str(hook, "clientConfig", "caBundle", NULL);
     size_t ca_len = 0;
     unsigned char *ca = ca_b64 ? base64_decode(ca_b64, &ca_len) : NULL;
@@ -226,39 +294,39 @@ static enum fg_err start_call(struct fg__admission *a, json_object *hook, const 
     }
     struct fg__hook_reply *r = &a->v[a->n];
     memset(r, 0, sizeof(*r));
-    new_uid(r->uid);
-    json_object *doc = review(type, r->uid, op, obj, cur);
-    char *full_url = fg_asprintf("%s%stimeout=%lds", url, strchr(url, '?') ? "&" : "?", timeout_s);
-    const char *text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    enum fg_err err = fg__hook_client_post(a->client, full_url, ca, ca_len, timeout_s, text, on_call_done, a,
-                                           &a->pending, errmsg);
+    fg__random_uuid(r->uid);
+    char *text = review(type, r->uid, op, obj, cur, cur ? fg__store_text_of(st, type, cur) : NULL, st->dry_run);
+    struct fg__hook_target target = { t->url, t->dial, ca, ca_len, t->timeout_s };
+    enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
     if (!err) {
         r->key = fg_strdup(key);
         r->err = FG_E_BUSY;
         a->n++;
         err = FG_E_BUSY;
+        drop_resume(a);
+        a->resume = json_object_get(obj); /* the next run goes on from here */
+        a->resume_cur = json_object_get(cur);
     }
-    free(full_url);
-    json_object_put(doc);
+    free(text);
     free(ca);
     return err;
 }
 
 /* The reply of the call of this webhook in this run: FG_OK with *reply (borrowed) and uid, FG_E_BUSY
  * while the call is in flight (started now when there was none), or the call's failure in errmsg. */
-static enum fg_err hook_reply(struct fg__admission *a, json_object *hook, const char *key, const struct fg__type *type,
+static enum fg_err hook_reply(struct fg__store *st, json_object *hook, const char *key, const struct fg__type *type,
                               const char *op, json_object *obj, json_object *cur, json_object **reply,
                               const char **uid, char *errmsg)
 {
-    const char *url = fg_json_get_str(hook, "clientConfig", "url", NULL);
-    int64_t timeout_s = DEFAULT_TIMEOUT_S;
-    fg_json_get_int64(hook, &timeout_s, "timeoutSeconds", NULL);
-    if (timeout_s < 1 || timeout_s > 30)
-        timeout_s = DEFAULT_TIMEOUT_S;
-    if (!url)
-        return fg_errmsg(errmsg, FG_E_INVAL, "only clientConfig.url is supported");
-    if (a->next >= a->n || strcmp(a->v[a->next].key, key))
-        return start_call(a, hook, key, url, (long)timeout_s, type, op, obj, cur, errmsg);
+    struct fg__admission *a = st->admission;
+    if (a->next >= a->n || strcmp(a->v[a->next].key, key)) {
+        struct target t;
+        enum fg_err err = hook_target(st, hook, &t, errmsg);
+        if (!err)
+            err = start_call(st, hook, key, &t, type, op, obj, cur, errmsg);
+        target_cleanup(&t);
+        return err;
+    }
     struct fg__hook_reply *r = &a->v[a->next++];
     *reply = r->reply;
     *uid = r->uid;
@@ -303,7 +371,7 @@ static enum fg_err apply_patch(json_object *response, json_object **obj, char *e
 
 /* Calls one webhook; FG_OK (possibly with *obj mutated), FG_E_BUSY while its call is in flight, or
  * an error with *out the Status. */
-static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const char *key, const struct fg__type *type,
+static enum fg_err run_hook(struct fg__store *st, json_object *hook, const char *key, const struct fg__type *type,
                             const char *op, json_object *cur, json_object **obj, bool mutating, json_object **out)
 {
     const char *name = fg_json_get_str(hook, "name", NULL);
@@ -311,7 +379,7 @@ static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const ch
     char msg[FG_ERRMSG_MAX];
     json_object *reply = NULL;
     const char *uid = NULL;
-    enum fg_err err = hook_reply(a, hook, key, type, op, *obj, cur, &reply, &uid, msg);
+    enum fg_err err = hook_reply(st, hook, key, type, op, *obj, cur, &reply, &uid, msg);
     if (err == FG_E_BUSY)
         return err;
     if (!err)
@@ -327,8 +395,8 @@ static enum fg_err run_hook(struct fg__admission *a, json_object *hook, const ch
         free(text);
         return code == 403 ? FG_E_KUBE_FORBIDDEN : FG_E_KUBE_BAD_REQUEST;
     }
-    if (!err && mutating)
-        err = apply_patch(response, obj, msg);
+    if (!err && mutating && (err = apply_patch(response, obj, msg)) == FG_OK)
+        fg__defaults_apply(type, *obj); /* kube defaults what a webhook patched, as it decodes it */
     if (err && ignore) {
         err = FG_OK;
     } else if (err) {
@@ -350,6 +418,8 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
                                                                  : "validatingwebhookconfigurations");
     struct fg__bucket *b = cfg_type ? fg__store_bucket(st, cfg_type) : NULL;
     const char *op = cur ? "UPDATE" : "CREATE";
+    struct fg__admission *a = st->admission;
+    bool resuming = fg__admission_resuming(a, !mutating); /* the webhooks up to the last call are done */
     for (size_t i = 0; b && i < b->n; i++) {
         json_object *cfg = json_object_get(b->v[i]->obj); /* a webhook cannot change it, but hold it anyway */
         json_object *hooks = fg_json_get(cfg, "webhooks", NULL);
@@ -363,12 +433,22 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
             const char *hook_name = fg_json_get_str(hook, "name", NULL);
             char *key = fg_asprintf("%s/%s/%s", mutating ? "mutating" : "validating", cfg_name ? cfg_name : "",
                                     hook_name ? hook_name : "");
-            err = run_hook(st->admission, hook, key, type, op, cur, obj, mutating, out);
+            if (resuming && strcmp(key, a->v[a->n - 1].key)) {
+                free(key); /* done before the write waited, its patch in *obj */
+                continue;
+            }
+            if (resuming) {
+                resuming = a->resuming = false;
+                a->next = a->n - 1;
+            }
+            err = run_hook(st, hook, key, type, op, cur, obj, mutating, out);
             free(key);
         }
         json_object_put(cfg);
         if (err)
             return err;
     }
+    if (resuming)
+        a->resuming = false; /* its webhook is gone meanwhile: go on without it */
     return FG_OK;
 }

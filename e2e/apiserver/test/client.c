@@ -335,3 +335,26 @@ json_object *tc_get_json(const char *base, const char *path)
 {
     return tc_expect_json(base, "GET", path, NULL, NULL, 200);
 }
+
+json_object *tc_parse(const char *text)
+{
+    json_object *o = NULL;
+    if (fg_json_parse(text, strlen(text), 0, &o, NULL) != FG_OK)
+        fail_msg("not JSON: %s", text);
+    return o;
+}
+
+struct fg__registry tc_reg;
+
+int tc_registry_setup(void **state)
+{
+    (void)state;
+    return fg__registry_init_builtin(&tc_reg, NULL) == FG_OK ? 0 : -1;
+}
+
+int tc_registry_teardown(void **state)
+{
+    (void)state;
+    fg__registry_cleanup(&tc_reg);
+    return 0;
+}

@@ -15,6 +15,7 @@
 
 #include "base/buf.h"
 #include "e2e/apiserver/apiserver.h"
+#include "e2e/apiserver/registry.h"
 
 struct tc_reply {
     long code;
@@ -88,5 +89,13 @@ json_object *tc_expect_json(const char *base, const char *method, const char *pa
                             const char *body, long code);
 /* GETs path, asserts 200 and returns the decoded body (caller puts). */
 json_object *tc_get_json(const char *base, const char *path);
+/* The JSON text decoded (caller puts); fails the test when it is not JSON. */
+json_object *tc_parse(const char *text);
+
+/* The built-in type registry, for tests that use the server's modules without a server: cmocka
+ * group setup and teardown that load and free tc_reg. */
+extern struct fg__registry tc_reg;
+int tc_registry_setup(void **state);
+int tc_registry_teardown(void **state);
 
 #endif

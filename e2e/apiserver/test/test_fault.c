@@ -84,7 +84,7 @@ static void drop_and_expire_watches(void **state)
 
     tc_watch_start(&w, BASE, "/api/v1/namespaces?watch=true&resourceVersion=0", 20000);
     assert_true(tc_wait_watchers(BASE, 1));
-    for (int i = 0; i < 3; i++) /* default, kube-system, kube-public */
+    for (int i = 0; i < 4; i++) /* default, kube-node-lease, kube-public, kube-system */
         json_object_put(tc_watch_next(&w, WAIT_MS));
     assert_int_equal(admin_int("/fracgpu-test/expire-watches", "expired"), 1);
     json_object *ev = tc_watch_next(&w, WAIT_MS);

@@ -7,29 +7,9 @@
 #include <cmocka.h>
 
 #include "base/json.h"
+#include "client.h"
 #include "e2e/apiserver/patch.h"
 
-static struct fg__registry reg;
-
-static int setup(void **state)
-{
-    (void)state;
-    return fg__registry_init_builtin(&reg, NULL) == FG_OK ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fg__registry_cleanup(&reg);
-    return 0;
-}
-
-static json_object *parse(const char *s)
-{
-    json_object *o = NULL;
-    assert_int_equal(fg_json_parse(s, strlen(s), 0, &o, NULL), FG_OK);
-    return o;
-}
 
 enum kind { MERGE, JSONP, SMP };
 
@@ -37,15 +17,17 @@ enum kind { MERGE, JSONP, SMP };
 static enum fg_err apply(enum kind k, const char *def, const char *orig, const char *patch, const char *want,
                          char *msg)
 {
-    json_object *o = parse(orig), *p = parse(patch), *out = NULL;
+    json_object *o = tc_parse(orig), *p = tc_parse(patch), *out = NULL;
     enum fg_err err = k == MERGE ? fg__patch_merge(o, p, &out, msg)
                     : k == JSONP ? fg__patch_json(o, p, &out, msg)
-                                 : fg__patch_strategic(&reg, def, o, p, &out, msg);
-    json_object *orig_again = parse(orig);
+                                 : fg__patch_strategic(&tc_reg, def, o, p, &out, msg);
+    json_object *orig_again = tc_parse(orig), *patch_again = tc_parse(patch);
     assert_true(json_object_equal(o, orig_again)); /* the original is never modified */
+    assert_true(json_object_equal(p, patch_again)); /* nor the patch, whose values the result may share */
     json_object_put(orig_again);
+    json_object_put(patch_again);
     if (!err && want) {
-        json_object *w = parse(want);
+        json_object *w = tc_parse(want);
         if (!json_object_equal(out, w))
             fail_msg("got %s\nwant %s", json_object_to_json_string(out), want);
         json_object_put(w);
@@ -70,6 +52,26 @@ static void merge_patch_rfc7386(void **state)
     char msg[FG_ERRMSG_MAX];
     assert_int_equal(apply(MERGE, NULL, "{}", "[1]", NULL, msg), FG_E_PARSE);
     assert_non_null(strstr(msg, "object"));
+}
+
+/* A JSON patch copies only what it changes: values it added, copied or moved, edited by later
+ * operations, change nowhere else. */
+static void json_patch_shares_safely(void **state)
+{
+    (void)state;
+    assert_int_equal(apply(JSONP, NULL, "{\"a\":{\"b\":[1]},\"s\":{\"t\":1}}",
+                           "[{\"op\":\"copy\",\"from\":\"/a\",\"path\":\"/z\"},"
+                           "{\"op\":\"add\",\"path\":\"/z/b/-\",\"value\":2},"
+                           "{\"op\":\"add\",\"path\":\"/n\",\"value\":{\"q\":[1]}},"
+                           "{\"op\":\"add\",\"path\":\"/n/q/-\",\"value\":3},"
+                           "{\"op\":\"copy\",\"from\":\"/n\",\"path\":\"/m\"},"
+                           "{\"op\":\"replace\",\"path\":\"/m/q/0\",\"value\":4},"
+                           "{\"op\":\"move\",\"from\":\"/s\",\"path\":\"/a/s\"},"
+                           "{\"op\":\"replace\",\"path\":\"/a/s/t\",\"value\":5}]",
+                           "{\"a\":{\"b\":[1],\"s\":{\"t\":5}},\"z\":{\"b\":[1,2]},\"n\":{\"q\":[1,3]},"
+                           "\"m\":{\"q\":[4,3]}}", NULL), FG_OK);
+    assert_int_equal(apply(JSONP, NULL, "{\"a\":1}", "[{\"op\":\"replace\",\"path\":\"\",\"value\":[1]},"
+                           "{\"op\":\"add\",\"path\":\"/-\",\"value\":2}]", "[1,2]", NULL), FG_OK);
 }
 
 static void json_patch_ops(void **state)
@@ -136,10 +138,10 @@ static void strategic_merges_lists_by_key(void **state)
 static void strategic_replaces_lists_without_strategy(void **state)
 {
     (void)state;
-    json_object *o = parse(pod), *p = parse("{\"spec\":{\"tolerations\":[{\"key\":\"k3\"}],"
+    json_object *o = tc_parse(pod), *p = tc_parse("{\"spec\":{\"tolerations\":[{\"key\":\"k3\"}],"
                                             "\"containers\":[{\"name\":\"c1\",\"args\":[\"z\"],\"command\":[\"sh\"]}]}}");
     json_object *out = NULL;
-    assert_int_equal(fg__patch_strategic(&reg, POD, o, p, &out, NULL), FG_OK);
+    assert_int_equal(fg__patch_strategic(&tc_reg, POD, o, p, &out, NULL), FG_OK);
     assert_string_equal(json_object_to_json_string(fg_json_get(out, "spec", "tolerations", NULL)),
                         "[ { \"key\": \"k3\" } ]");
     json_object *c1 = json_object_array_get_idx(fg_json_get(out, "spec", "containers", NULL), 0);
@@ -154,12 +156,12 @@ static void strategic_replaces_lists_without_strategy(void **state)
 static void strategic_directives(void **state)
 {
     (void)state;
-    json_object *o = parse(pod), *out = NULL;
+    json_object *o = tc_parse(pod), *out = NULL;
     /* $patch: delete in a list, $deleteFromPrimitiveList, primitive merge (finalizers) */
-    json_object *p = parse("{\"metadata\":{\"finalizers\":[\"c\",\"a\"],\"$deleteFromPrimitiveList/finalizers\":[\"b\"]},"
+    json_object *p = tc_parse("{\"metadata\":{\"finalizers\":[\"c\",\"a\"],\"$deleteFromPrimitiveList/finalizers\":[\"b\"]},"
                            "\"spec\":{\"containers\":[{\"name\":\"c2\",\"$patch\":\"delete\"},"
                            "{\"name\":\"c1\",\"env\":[{\"name\":\"A\",\"$patch\":\"delete\"}]}]}}");
-    assert_int_equal(fg__patch_strategic(&reg, POD, o, p, &out, NULL), FG_OK);
+    assert_int_equal(fg__patch_strategic(&tc_reg, POD, o, p, &out, NULL), FG_OK);
     assert_string_equal(json_object_to_json_string(fg_json_get(out, "metadata", "finalizers", NULL)),
                         "[ \"a\", \"c\" ]");
     json_object *cs = fg_json_get(out, "spec", "containers", NULL);
@@ -170,24 +172,24 @@ static void strategic_directives(void **state)
     json_object_put(p);
 
     /* $patch: replace on a map; $patch: replace inside a list */
-    p = parse("{\"spec\":{\"$patch\":\"replace\",\"containers\":[{\"name\":\"only\"}]}}");
-    assert_int_equal(fg__patch_strategic(&reg, POD, o, p, &out, NULL), FG_OK);
+    p = tc_parse("{\"spec\":{\"$patch\":\"replace\",\"containers\":[{\"name\":\"only\"}]}}");
+    assert_int_equal(fg__patch_strategic(&tc_reg, POD, o, p, &out, NULL), FG_OK);
     assert_string_equal(json_object_to_json_string(fg_json_get(out, "spec", NULL)),
                         "{ \"containers\": [ { \"name\": \"only\" } ] }");
     json_object_put(out);
     json_object_put(p);
-    p = parse("{\"spec\":{\"containers\":[{\"name\":\"x\"},{\"$patch\":\"replace\"}]}}");
-    assert_int_equal(fg__patch_strategic(&reg, POD, o, p, &out, NULL), FG_OK);
+    p = tc_parse("{\"spec\":{\"containers\":[{\"name\":\"x\"},{\"$patch\":\"replace\"}]}}");
+    assert_int_equal(fg__patch_strategic(&tc_reg, POD, o, p, &out, NULL), FG_OK);
     assert_string_equal(json_object_to_json_string(fg_json_get(out, "spec", "containers", NULL)),
                         "[ { \"name\": \"x\" } ]");
     json_object_put(out);
     json_object_put(p);
 
     /* $setElementOrder and $retainKeys */
-    p = parse("{\"spec\":{\"$setElementOrder/containers\":[{\"name\":\"c2\"},{\"name\":\"c1\"}],"
+    p = tc_parse("{\"spec\":{\"$setElementOrder/containers\":[{\"name\":\"c2\"},{\"name\":\"c1\"}],"
               "\"containers\":[{\"name\":\"c2\",\"image\":\"n2\"}],"
               "\"volumes\":[{\"name\":\"va\",\"hostPath\":{\"path\":\"/x\"},\"$retainKeys\":[\"name\",\"hostPath\"]}]}}");
-    assert_int_equal(fg__patch_strategic(&reg, POD, o, p, &out, NULL), FG_OK);
+    assert_int_equal(fg__patch_strategic(&tc_reg, POD, o, p, &out, NULL), FG_OK);
     cs = fg_json_get(out, "spec", "containers", NULL);
     assert_string_equal(fg_json_get_str(json_object_array_get_idx(cs, 0), "name", NULL), "c2");
     assert_string_equal(fg_json_get_str(json_object_array_get_idx(cs, 0), "image", NULL), "n2");
@@ -226,10 +228,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(merge_patch_rfc7386),
         cmocka_unit_test(json_patch_ops),
+        cmocka_unit_test(json_patch_shares_safely),
         cmocka_unit_test(strategic_merges_lists_by_key),
         cmocka_unit_test(strategic_replaces_lists_without_strategy),
         cmocka_unit_test(strategic_directives),
         cmocka_unit_test(strategic_follows_templates_and_rejects_bad_patches),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tc_registry_setup, tc_registry_teardown);
 }

@@ -2,8 +2,12 @@
  * Admission webhooks called without blocking the server: while one write waits for a slow
  * webhook, other clients' GETs, writes and watch events are served at once; timeouts and garbage
  * replies follow failurePolicy; a client leaving mid-call and a server stopped mid-call lose
- * nothing and leak nothing; concurrent writes each get their own call. The webhook is the HTTPS
- * test webhook the kubectl suite serves (e2e/kubectl/test/webhook_server.h).
+ * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
+ * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
+ * certificate checked against the Service's name, and every way of not reaching it follows
+ * failurePolicy; connections are kept alive, a dropped one replaced, a refused one and a host name
+ * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
+ * (e2e/kubectl/test/webhook_server.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -316,6 +320,95 @@ static void test_concurrent_creates(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
+/* A write that waited goes on with the object the webhook saw: a generated name, the uid and the
+ * creation time are those the webhook was shown. Two creates of one name both wait; the second to
+ * come back finds the name taken. */
+static void test_write_goes_on_from_what_the_webhook_saw(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 10);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 200);
+    json_object *pod = tc_expect_json(c->server.base, "POST", PODS, "application/json",
+                                      "{\"metadata\":{\"generateName\":\"gen-\",\"labels\":{\"app\":\"g\"}},\"spec\":{\"containers\":"
+                                      "[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 201);
+    json_object *review = kcw_last_review(&c->wh);
+    json_object *seen = fg_json_get(review, "request", "object", "metadata", NULL);
+    static const char *const same[] = { "name", "uid", "creationTimestamp" };
+    for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++)
+        assert_string_equal(fg_json_get_str(pod, "metadata", same[i], NULL), fg_json_get_str(seen, same[i], NULL));
+    json_object_put(review);
+    json_object_put(pod);
+
+    struct creator k[2] = { { .c = c, .name = "dup" }, { .c = c, .name = "dup" } };
+    for (int i = 0; i < 2; i++) {
+        snprintf(k[i].base, sizeof(k[i].base), "%s", c->server.base);
+        assert_int_equal(pthread_create(&k[i].thread, NULL, create_thread, &k[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(k[i].thread, NULL);
+    assert_true((k[0].code == 201 && k[1].code == 409) || (k[0].code == 409 && k[1].code == 201));
+    json_object *lost = k[0].code == 409 ? k[0].json : k[1].json;
+    assert_string_equal(fg_json_get_str(lost, "reason", NULL), "AlreadyExists");
+    for (int i = 0; i < 2; i++)
+        json_object_put(k[i].json);
+    assert_int_equal(kcw_reviews(&c->wh), 3);
+}
+
+struct updater {
+    char base[64];
+    pthread_t thread;
+    char *body;
+    long code;
+    json_object *json;
+};
+
+static void *update_thread(void *arg)
+{
+    struct updater *u = arg;
+    struct tc_reply r;
+    u->code = tc_request(u->base, "PUT", PODS "/moving", "application/json", u->body, &r) == CURLE_OK ? r.code : 0;
+    u->json = json_object_get(r.json);
+    tc_reply_cleanup(&r);
+    return NULL;
+}
+
+/* The stored object changes while an update waits for its webhook (a binding, which calls none): the
+ * update is worked out again on the new stored object, the webhook's reply used as it came. */
+static void test_update_redone_when_object_changed(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("moving");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_config(c, "Mutating", "updates", "UPDATE", 1, &c->wh, "Fail", 5);
+    kcw_set_mode(&c->wh, KCW_MUTATE, 400);
+    json_object *pod = tc_get_json(c->server.base, PODS "/moving");
+    json_object_object_del(fg_json_get(pod, "metadata", NULL), "resourceVersion"); /* unconditional */
+    fg_json_set_str(fg_json_get(pod, "metadata", "labels", NULL), "tier", "back");
+    struct updater u = { .body = fg_strdup(json_object_to_json_string(pod)) };
+    snprintf(u.base, sizeof(u.base), "%s", c->server.base);
+    json_object_put(pod);
+    assert_int_equal(pthread_create(&u.thread, NULL, update_thread, &u), 0);
+    wait_reviews(c, 1);
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "POST", PODS "/moving/binding", "application/json",
+                                "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"moving\"},"
+                                "\"target\":{\"kind\":\"Node\",\"name\":\"n1\"}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 201);
+    tc_reply_cleanup(&r);
+    json_object *bound = tc_get_json(c->server.base, PODS "/moving");
+    pthread_join(u.thread, NULL);
+    assert_int_equal(u.code, 200);
+    assert_string_equal(fg_json_get_str(u.json, "metadata", "labels", "tier", NULL), "back");
+    assert_string_equal(fg_json_get_str(u.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    assert_true(atol(fg_json_get_str(u.json, "metadata", "resourceVersion", NULL)) >
+                atol(fg_json_get_str(bound, "metadata", "resourceVersion", NULL)));
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+    json_object_put(bound);
+    json_object_put(u.json);
+    free(u.body);
+}
+
 /* Two mutating webhooks, then a validating one that denies: each is called once, in order, the write
  * waiting for each in turn, and the denial is the answer. */
 static void test_webhooks_in_order(void **state)
@@ -367,8 +460,237 @@ static void test_update_waits_for_webhook(void **state)
     assert_string_equal(fg_json_get_str(r.json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
     assert_null(fg_json_get(r.json, "metadata", "labels", "tier", NULL));
     tc_reply_cleanup(&r);
+    json_object *review = kcw_last_review(&c->wh);
+    assert_string_equal(fg_json_get_str(review, "request", "operation", NULL), "UPDATE");
+    assert_string_equal(fg_json_get_str(review, "request", "oldObject", "metadata", "labels", "tier", NULL), "front");
+    assert_string_equal(fg_json_get_str(review, "request", "oldObject", "metadata", "resourceVersion", NULL),
+                        fg_json_get_str(pod, "metadata", "resourceVersion", NULL));
+    json_object_put(review);
     json_object_put(pod);
     assert_int_equal(kcw_reviews(&c->wh), 2);
+}
+
+/* A mutating webhook sees the pod as defaulting and built-in admission left it: defaults filled in,
+ * its priority resolved. */
+static void test_webhook_sees_admitted_pod(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 5);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "seen", &json), 201);
+    json_object_put(json);
+    json_object *review = kcw_last_review(&c->wh);
+    assert_non_null(review);
+    json_object *pod = fg_json_get(review, "request", "object", NULL);
+    int64_t priority = -1;
+    assert_true(fg_json_get_int64(pod, &priority, "spec", "priority", NULL));
+    assert_int_equal(priority, 0);
+    assert_string_equal(fg_json_get_str(pod, "spec", "preemptionPolicy", NULL), "PreemptLowerPriority");
+    assert_string_equal(fg_json_get_str(pod, "spec", "schedulerName", NULL), "default-scheduler");
+    json_object *ct = json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0);
+    assert_string_equal(fg_json_get_str(ct, "imagePullPolicy", NULL), "Always");
+    json_object *want = json_tokener_parse(
+        "{\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{\"group\":\"\","
+        "\"version\":\"v1\",\"resource\":\"pods\"},\"requestKind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+        "\"requestResource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"name\":\"seen\","
+        "\"namespace\":\"default\",\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"kubernetes-admin\","
+        "\"groups\":[\"system:masters\",\"system:authenticated\"]},\"oldObject\":null,\"dryRun\":false}");
+    json_object *req = fg_json_get(review, "request", NULL);
+    assert_string_equal(fg_json_get_str(review, "apiVersion", NULL), "admission.k8s.io/v1");
+    assert_string_equal(fg_json_get_str(review, "kind", NULL), "AdmissionReview");
+    assert_non_null(fg_json_get_str(req, "uid", NULL));
+    json_object_object_foreach(want, key, value) {
+        json_object *got = NULL;
+        if (!json_object_object_get_ex(req, key, &got) || !json_object_equal(got, value))
+            fail_msg("request.%s: got %s", key, json_object_to_json_string(got));
+    }
+    json_object_put(want);
+    json_object_put(review);
+
+    /* a dry run says so; an update carries the stored object as oldObject */
+    struct tc_reply r;
+    char *body = pod_body("dry");
+    assert_int_equal(tc_request(c->server.base, "POST", PODS "?dryRun=All", "application/json", body, &r), CURLE_OK);
+    assert_int_equal(r.code, 201);
+    tc_reply_cleanup(&r);
+    free(body);
+    review = kcw_last_review(&c->wh);
+    assert_true(json_object_get_boolean(fg_json_get(review, "request", "dryRun", NULL)));
+    json_object_put(review);
+}
+
+/* A Service in default with the port 443 named https (target 8443, which no slice needs to match). */
+static void add_service(struct ctx *c, const char *name)
+{
+    char *body = fg_asprintf("{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"ports\":[{\"name\":\"https\","
+                             "\"port\":443,\"targetPort\":8443}]}}", name);
+    tc_create(c->server.base, "/api/v1/namespaces/default/services", body);
+    free(body);
+}
+
+/* An EndpointSlice of the service with one endpoint, 127.0.0.1 on `port` named port_name; ready is
+ * the JSON of conditions.ready, or NULL to leave it out. */
+static void add_slice(struct ctx *c, const char *name, const char *service, const char *port_name, unsigned port,
+                      const char *ready)
+{
+    char *body = fg_asprintf("{\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/service-name\":\"%s\"}},"
+                             "\"addressType\":\"IPv4\",\"ports\":[{\"name\":\"%s\",\"port\":%u}],\"endpoints\":"
+                             "[{\"addresses\":[\"127.0.0.1\"]%s%s%s}]}", name, service, port_name, port,
+                             ready ? ",\"conditions\":{\"ready\":" : "", ready ? ready : "", ready ? "}" : "");
+    tc_create(c->server.base, "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", body);
+    free(body);
+}
+
+/* A mutating configuration "svc" whose one webhook is reached through the service (port 443 unless
+ * port is given) at /hook. */
+static void add_service_hook(struct ctx *c, const char *service, const char *policy, unsigned port)
+{
+    char port_field[32] = "";
+    if (port)
+        snprintf(port_field, sizeof(port_field), ",\"port\":%u", port);
+    char *body = fg_asprintf(
+        "{\"metadata\":{\"name\":\"svc\"},\"webhooks\":[{\"name\":\"h0.svc.test.fracgpu.io\","
+        "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"failurePolicy\":\"%s\",\"timeoutSeconds\":5,"
+        "\"clientConfig\":{\"service\":{\"namespace\":\"default\",\"name\":\"%s\",\"path\":\"/hook\"%s},"
+        "\"caBundle\":\"%s\"},\"rules\":[{\"operations\":[\"CREATE\"],\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],"
+        "\"resources\":[\"pods\"]}]}]}", policy, service, port_field, c->wh.ca_b64);
+    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", body);
+    free(body);
+}
+
+/* Through a Service and its EndpointSlices: the not-ready endpoint is passed over, the ready one
+ * called, its certificate checked against e2e-webhook.default.svc. */
+static void test_service_webhook(void **state)
+{
+    struct ctx *c = *state;
+    add_service(c, KCW_SERVICE_NAME);
+    add_slice(c, "a-not-ready", KCW_SERVICE_NAME, "https", 1, "false");
+    add_slice(c, "b-ready", KCW_SERVICE_NAME, "https", c->wh.port, NULL);
+    add_service_hook(c, KCW_SERVICE_NAME, "Fail", 0);
+    json_object *json = NULL;
+    assert_int_equal(create_pod(c, "through-service", &json), 201);
+    assert_string_equal(fg_json_get_str(json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+    json_object_put(json);
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+}
+
+/* TLS checks the Service's name, not the address: a Service whose name the certificate lacks fails. */
+static void test_service_name_checked(void **state)
+{
+    struct ctx *c = *state;
+    add_service(c, "impostor");
+    add_slice(c, "impostor", "impostor", "https", c->wh.port, "true");
+    add_service_hook(c, "impostor", "Fail", 0);
+    expect_failure(c, "unchecked", "failed calling webhook \"h0.svc.test.fracgpu.io\": failed to call webhook: Post "
+                   "\"https://impostor.default.svc:443/hook?timeout=5s\": tls: failed to verify certificate: x509: "
+                   "hostname mismatch");
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+}
+
+#define SVC_POST "Internal error occurred: failed calling webhook \"h0.svc.test.fracgpu.io\": failed to call webhook: " \
+                 "Post \"https://" KCW_SERVICE_NAME ".default.svc:"
+
+/* Each way a service cannot be reached fails the call without calling anything: refused under Fail,
+ * let through unmutated under Ignore. */
+static void check_service_failures(struct ctx *c, const char *policy)
+{
+    bool fail = !strcmp(policy, "Fail");
+    static const char no_endpoints[] = SVC_POST "443/hook?timeout=5s\": no endpoints available for service \""
+                                       KCW_SERVICE_NAME "\"";
+    add_service_hook(c, KCW_SERVICE_NAME, policy, 0);
+    for (int step = 0; step < 5; step++) {
+        const char *msg = no_endpoints;
+        if (step == 0) {
+            msg = SVC_POST "443/hook?timeout=5s\": service \"" KCW_SERVICE_NAME "\" not found";
+        } else if (step == 1) {
+            add_service(c, KCW_SERVICE_NAME); /* and no slices */
+        } else if (step == 2) {
+            add_slice(c, "not-ready", KCW_SERVICE_NAME, "https", c->wh.port, "false");
+        } else if (step == 3) {
+            add_slice(c, "wrong-port-name", KCW_SERVICE_NAME, "metrics", c->wh.port, "true");
+        } else {
+            json_object_put(tc_expect_json(c->server.base, "DELETE", "/apis/admissionregistration.k8s.io/v1/"
+                                           "mutatingwebhookconfigurations/svc", NULL, NULL, 200));
+            add_service_hook(c, KCW_SERVICE_NAME, policy, 8443);
+            msg = SVC_POST "8443/hook?timeout=5s\": no service port 8443 found for service \"" KCW_SERVICE_NAME "\"";
+        }
+        char name[16];
+        snprintf(name, sizeof(name), "step-%d", step);
+        if (fail) {
+            json_object *json = NULL;
+            assert_int_equal(create_pod(c, name, &json), 500);
+            assert_string_equal(fg_json_get_str(json, "message", NULL), msg);
+            json_object_put(json);
+        } else {
+            expect_created_unmutated(c, name);
+        }
+    }
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+}
+
+static void test_service_failures_fail(void **state) { check_service_failures(*state, "Fail"); }
+static void test_service_failures_ignore(void **state) { check_service_failures(*state, "Ignore"); }
+
+/* Calls reuse one kept-alive connection; one the webhook drops on the next request is replaced by a
+ * fresh connection and the call still goes through. */
+static void test_connections_kept_alive(void **state)
+{
+    struct ctx *c = *state;
+    add_hook(c, "Fail", 5);
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "kept-%d", i);
+        json_object *json = NULL;
+        assert_int_equal(create_pod(c, name, &json), 201);
+        json_object_put(json);
+    }
+    assert_int_equal(kcw_accepted(&c->wh), 1);
+    kcw_drop_reused(&c->wh, true);
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "again-%d", i);
+        json_object *json = NULL;
+        assert_int_equal(create_pod(c, name, &json), 201);
+        assert_string_equal(fg_json_get_str(json, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
+        json_object_put(json);
+    }
+    assert_int_equal(kcw_accepted(&c->wh), 4);
+    assert_int_equal(kcw_reviews(&c->wh), 7);
+}
+
+/* A mutating configuration "url" whose one webhook is at url. */
+static void add_url_hook(struct ctx *c, const char *url)
+{
+    char *body = fg_asprintf(
+        "{\"metadata\":{\"name\":\"url\"},\"webhooks\":[{\"name\":\"h0.url.test.fracgpu.io\","
+        "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"timeoutSeconds\":5,"
+        "\"clientConfig\":{\"url\":\"%s\",\"caBundle\":\"%s\"},\"rules\":[{\"operations\":[\"CREATE\"],"
+        "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"pods\"]}]}]}", url, c->wh.ca_b64);
+    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", body);
+    free(body);
+}
+
+/* Nothing listening: the call fails as Go's dialer says it. */
+static void test_connection_refused(void **state)
+{
+    struct ctx *c = *state;
+    add_url_hook(c, "https://127.0.0.1:1/hook");
+    expect_failure(c, "refused", "failed to call webhook: Post \"https://127.0.0.1:1/hook?timeout=5s\": dial tcp "
+                   "127.0.0.1:1: connect: connection refused");
+}
+
+/* A host name is resolved (asynchronously) and checked against the certificate, which names
+ * 127.0.0.1 and e2e-webhook.default.svc but not localhost. */
+static void test_host_name_resolved_and_checked(void **state)
+{
+    struct ctx *c = *state;
+    char *url = fg_asprintf("https://localhost:%u/hook", c->wh.port);
+    add_url_hook(c, url);
+    char *msg = fg_asprintf("Post \"%s?timeout=5s\": tls: failed to verify certificate: x509: hostname mismatch", url);
+    expect_failure(c, "by-name", msg);
+    free(msg);
+    free(url);
+    assert_int_equal(kcw_reviews(&c->wh), 0);
 }
 
 int main(void)
@@ -383,7 +705,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stop_mid_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_creates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhooks_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_goes_on_from_what_the_webhook_saw, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_update_redone_when_object_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_name_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_failures_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_service_failures_ignore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connections_kept_alive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_host_name_resolved_and_checked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,8 +62,9 @@ static void test_nodes_and_namespaces(void **state)
     struct kc_env *env = *state;
     char *out = NULL;
     assert_int_equal(kc_run(env, &out, "get namespaces"), 0);
-    assert_contains(out, "NAME          STATUS   AGE");
-    assert_contains(out, "kube-system   Active");
+    assert_contains(out, "NAME              STATUS   AGE");
+    assert_contains(out, "kube-node-lease   Active");
+    assert_contains(out, "kube-system       Active");
     free(out);
     assert_int_equal(kc_run(env, &out, "apply -f %s", kc_testdata("node.yaml")), 0);
     assert_contains(out, "node/gpu-1 created");

@@ -2,6 +2,7 @@
 #include "e2e/kubectl/test/webhook_server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -11,11 +12,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "e2e/apiserver/json_read.h"
 
 #define MAX_REQUEST (1u << 20)
 
@@ -61,14 +64,34 @@ static void write_reply(SSL *ssl, const char *text)
     free(msg);
 }
 
-/* Answers one review; false when the request was not one (the connection is then closed). */
-static bool answer(struct kcw_server *w, SSL *ssl, const char *body)
+/* Sleeps until `delay_ms` after `since` (CLOCK_MONOTONIC), so that the answer leaves that long after
+ * the review arrived, however long reading it took. */
+static void sleep_until(const struct timespec *since, unsigned delay_ms)
+{
+    struct timespec at = *since;
+    at.tv_sec += delay_ms / 1000;
+    at.tv_nsec += (long)(delay_ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+}
+
+/* Answers one review (body taken) that arrived at `since`; false when the request was not one (the
+ * connection is then closed). */
+static bool answer(struct kcw_server *w, SSL *ssl, char *body, const struct timespec *since)
 {
     json_object *doc = NULL;
-    if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK)
+    if (fg__json_read(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK) {
+        free(body);
         return false;
+    }
     pthread_mutex_lock(&w->mu);
     w->reviews++;
+    free(w->last_review);
+    w->last_review = body;
     const char *op = fg_json_get_str(doc, "request", "operation", NULL);
     const char *kind = fg_json_get_str(doc, "request", "kind", "kind", NULL);
     snprintf(w->last_op, sizeof(w->last_op), "%s", op ? op : "");
@@ -77,7 +100,7 @@ static bool answer(struct kcw_server *w, SSL *ssl, const char *body)
     unsigned delay_ms = mode == KCW_SLOW ? KCW_SLOW_MS : w->delay_ms;
     pthread_mutex_unlock(&w->mu);
     if (delay_ms)
-        usleep(delay_ms * 1000);
+        sleep_until(since, delay_ms);
     if (mode == KCW_NOT_JSON) {
         write_reply(ssl, "this is not JSON");
         json_object_put(doc);
@@ -114,6 +137,15 @@ struct conn {
     size_t slot;
 };
 
+/* Should the n-th request of a connection go unanswered, its connection closed (kcw_drop_reused)? */
+static bool dropped(struct kcw_server *w, unsigned n)
+{
+    pthread_mutex_lock(&w->mu);
+    bool drop = w->drop_reused && n > 1;
+    pthread_mutex_unlock(&w->mu);
+    return drop;
+}
+
 /* One connection: reviews answered until the peer closes it, it idles 5 s or the server stops. */
 static void *serve_conn(void *arg)
 {
@@ -123,9 +155,13 @@ static void *serve_conn(void *arg)
     if (SSL_accept(ssl) == 1) {
         char *body;
         bool more = true;
-        while (more && (body = read_request(ssl))) {
-            more = answer(c->w, ssl, body);
-            free(body);
+        struct timespec since;
+        for (unsigned n = 1; more && (body = read_request(ssl)) && clock_gettime(CLOCK_MONOTONIC, &since) == 0; n++) {
+            if (dropped(c->w, n)) {
+                free(body);
+                break;
+            }
+            more = answer(c->w, ssl, body, &since);
         }
         SSL_shutdown(ssl);
     }
@@ -155,6 +191,7 @@ static void start_conn(struct kcw_server *w, int fd)
         pthread_detach(t);
         w->conn_fds[slot] = fd;
         w->conns++;
+        w->accepted++;
     } else {
         close(fd);
         free(c);
@@ -188,7 +225,8 @@ static bool make_cert(struct kcw_server *w, const char *dir)
 {
     char *cmd = fg_asprintf("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
                             "-keyout %s/wh.key -out %s/wh.crt -days 1 -subj /CN=e2e-webhook "
-                            "-addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:TRUE "
+                            "-addext subjectAltName=IP:127.0.0.1,DNS:" KCW_SERVICE_NAME "." KCW_SERVICE_NAMESPACE ".svc "
+                            "-addext basicConstraints=critical,CA:TRUE "
                             ">/dev/null 2>&1", dir, dir);
     int rc = system(cmd);
     free(cmd);
@@ -251,6 +289,7 @@ void kcw_stop(struct kcw_server *w)
         close(w->fd);
     SSL_CTX_free(w->ctx);
     free(w->ca_b64);
+    free(w->last_review);
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
 }
@@ -267,6 +306,31 @@ unsigned kcw_reviews(struct kcw_server *w)
 {
     pthread_mutex_lock(&w->mu);
     unsigned n = w->reviews;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+json_object *kcw_last_review(struct kcw_server *w)
+{
+    json_object *doc = NULL;
+    pthread_mutex_lock(&w->mu);
+    if (w->last_review && fg__json_read(w->last_review, strlen(w->last_review), MAX_REQUEST, &doc, NULL) != FG_OK)
+        doc = NULL;
+    pthread_mutex_unlock(&w->mu);
+    return doc;
+}
+
+void kcw_drop_reused(struct kcw_server *w, bool drop)
+{
+    pthread_mutex_lock(&w->mu);
+    w->drop_reused = drop;
+    pthread_mutex_unlock(&w->mu);
+}
+
+unsigned kcw_accepted(struct kcw_server *w)
+{
+    pthread_mutex_lock(&w->mu);
+    unsigned n = w->accepted;
     pthread_mutex_unlock(&w->mu);
     return n;
 }
