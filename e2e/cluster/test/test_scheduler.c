@@ -72,12 +72,25 @@ static void node(const char *name, const char *cpu)
                  name, name, cpu, cpu));
 }
 
+/* A pod of the given priority: from a PriorityClass "priority-N" (made on first use), as the API
+ * server's Priority admission refuses a pod that sets spec.priority itself. */
 static void pod(const char *name, const char *cpu, int priority)
 {
+    if (priority) {
+        char *path = fg_kube_path(&fg_kube_priorityclasses, NULL, NULL, NULL, NULL);
+        json_object *pc = parse("{'apiVersion':'scheduling.k8s.io/v1','kind':'PriorityClass','metadata':"
+                                "{'name':'priority-%d'},'value':%d}", priority, priority);
+        enum fg_err err = fg_kube_create(cl.h.client, path, pc, NULL, NULL);
+        if (err && err != FG_E_KUBE_ALREADY_EXISTS)
+            fail_msg("PriorityClass priority-%d: %s", priority, fg_err_str(err));
+        json_object_put(pc);
+        free(path);
+    }
     create(&fg_kube_pods,
-           parse("{'apiVersion':'v1','kind':'Pod','metadata':{'name':'%s','namespace':'" NS "'},'spec':{'priority':%d,"
+           parse("{'apiVersion':'v1','kind':'Pod','metadata':{'name':'%s','namespace':'" NS "'},'spec':{%s%d%s"
                  "'containers':[{'name':'c','image':'busybox','resources':{'requests':{'cpu':'%s'}}}]}}",
-                 name, priority, cpu));
+                 name, priority ? "'priorityClassName':'priority-" : "'priority':", priority, priority ? "'," : ",",
+                 cpu));
 }
 
 /* The pod as the server has it (caller puts), or NULL when gone. */
