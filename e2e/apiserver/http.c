@@ -113,8 +113,8 @@ enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, 
     return FG_OK;
 }
 
-enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
-                                   json_object **out)
+enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_request *req, const char *group,
+                                   const char *version, const char *kind, json_object **out)
 {
     *out = NULL;
     const char *data;
@@ -122,7 +122,7 @@ enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_reque
     if (body_bytes(srv, req, &data, &len))
         return FG_E_TOO_BIG;
     char msg[FG_ERRMSG_MAX];
-    enum fg_err err = fg__protobuf_decode(t->group, t->version, t->kind, (const uint8_t *)data, len, out, msg);
+    enum fg_err err = fg__protobuf_decode(group, version, kind, (const uint8_t *)data, len, out, msg);
     if (err)
         fg__reply_error(req, err, "%s", msg);
     return err;

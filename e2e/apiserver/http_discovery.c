@@ -99,7 +99,12 @@ static json_object *resource_list(const struct fg__registry *reg, const char *gr
             json_object *sub_verbs;
             describe_subresource(t->subresources[k], &kind, &sub_verbs);
             char *name = fg_asprintf("%s/%s", t->plural, t->subresources[k]);
-            json_object_array_add(resources, resource(name, t->namespaced, kind ? kind : t->kind, sub_verbs));
+            json_object *sub = resource(name, t->namespaced, kind ? kind : t->kind, sub_verbs);
+            if (kind && !strcmp(kind, "Eviction")) {   /* kubectl drain looks for it there */
+                fg_json_set_str(sub, "group", "policy");
+                fg_json_set_str(sub, "version", "v1");
+            }
+            json_object_array_add(resources, sub);
             free(name);
         }
     }

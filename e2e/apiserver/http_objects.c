@@ -58,18 +58,26 @@ static bool json_body(struct evhttp_request *req)
     return false;
 }
 
-/* Reads the body of a POST or PUT of an object: JSON, or protobuf (protobuf.h) for the kinds kubectl's
- * generators send. FG_OK with *out, else an error already replied. */
-static enum fg_err read_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
-                               json_object **out)
+/* Reads a body of group/version/kind: JSON, or protobuf (protobuf.h) for the kinds kubectl sends so
+ * (its generators' objects, drain's Eviction and DeleteOptions). FG_OK with *out, else an error
+ * already replied. */
+static enum fg_err read_typed(struct fg_apiserver *srv, struct evhttp_request *req, const char *group,
+                              const char *version, const char *kind, json_object **out)
 {
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
     *out = NULL;
     if (ct && media_is(ct, FG__PROTOBUF_MEDIA_TYPE))
-        return fg__read_protobuf_body(srv, req, t, out);
+        return fg__read_protobuf_body(srv, req, group, version, kind, out);
     if (!json_body(req))
         return FG_E_KUBE_UNSUPPORTED_MEDIA;
     return fg__read_body(srv, req, out);
+}
+
+/* The body of a POST or PUT of an object of type t. */
+static enum fg_err read_object(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
+                               json_object **out)
+{
+    return read_typed(srv, req, t->group, t->version, t->kind, out);
 }
 
 /* Replies with the write's result; a committed write to a CRD first brings the registry in line. An
@@ -138,10 +146,11 @@ static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, 
         fg__reply_error(req, FG_E_KUBE_METHOD_NOT_ALLOWED, "%s can only be created (POST)", r->sub);
         return;
     }
-    if (!json_body(req) || fg__read_body(srv, req, &body))
+    bool binding = !strcmp(r->sub, "binding");
+    if (read_typed(srv, req, binding ? "" : "policy", "v1", binding ? "Binding" : "Eviction", &body))
         return;
-    enum fg_err err = !strcmp(r->sub, "binding") ? fg__store_bind(&srv->store, r->type, r->ns, r->name, body, &out)
-                                                 : fg__store_evict(&srv->store, r->type, r->ns, r->name, body, &out);
+    enum fg_err err = binding ? fg__store_bind(&srv->store, r->type, r->ns, r->name, body, &out)
+                              : fg__store_evict(&srv->store, r->type, r->ns, r->name, body, &out);
     reply_result(srv, req, r, err, out, 201);
     json_object_put(body);
 }
@@ -231,15 +240,16 @@ void fg__writes_flush(struct fg_apiserver *srv)
     }
 }
 
-/* A DELETE's options: the body when there is one, else the query parameters gracePeriodSeconds
- * (a strconv.ParseInt integer, 400 otherwise) and propagationPolicy, as kube-apiserver decodes
- * them. FG_OK with *out (NULL when none), else an error already replied. */
-static enum fg_err delete_options(struct fg_apiserver *srv, struct evhttp_request *req,
+/* A DELETE's options: the body when there is one (JSON, or a protobuf DeleteOptions as kubectl sends
+ * it), else the query parameters gracePeriodSeconds (a strconv.ParseInt integer, 400 otherwise) and
+ * propagationPolicy, as kube-apiserver decodes them. FG_OK with *out (NULL when none), else an error
+ * already replied. */
+static enum fg_err delete_options(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
                                   const struct evkeyvalq *query, json_object **out)
 {
     *out = NULL;
     if (evbuffer_get_length(evhttp_request_get_input_buffer(req)))
-        return fg__read_body(srv, req, out);
+        return read_typed(srv, req, t->group, t->version, "DeleteOptions", out);
     const char *grace = fg__query_get(query, "gracePeriodSeconds");
     const char *policy = fg__query_get(query, "propagationPolicy");
     if (!grace && !policy)
@@ -306,7 +316,7 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         write_start(srv, req, r, scope, FG__PATCH_MERGE, body, dry_run);
         return;
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
-        if (delete_options(srv, req, query, &body))
+        if (delete_options(srv, req, r->type, query, &body))
             return;
         if (dry_run) {
             get_object(srv, req, r);   /* what would be deleted; nothing is */

@@ -23,12 +23,16 @@
 #include "base/mem.h"
 #include "kube.pb-c.h"
 
-/* The kinds decoded, by group and kind (version v1 for all). */
+/* The kinds decoded, by group and kind (version v1 for all; group NULL: DeleteOptions, which every
+ * group version carries). */
 static const struct {
     const char *group;
     const char *kind;
     const ProtobufCMessageDescriptor *desc;
 } kinds[] = {
+    { NULL, "DeleteOptions", &fg_kube__delete_options__descriptor },
+    { "", "Binding", &fg_kube__binding__descriptor },
+    { "policy", "Eviction", &fg_kube__eviction__descriptor },
     { "", "Namespace", &fg_kube__namespace__descriptor },
     { "", "ConfigMap", &fg_kube__config_map__descriptor },
     { "", "Secret", &fg_kube__secret__descriptor },
@@ -178,7 +182,8 @@ static enum fg_err check_envelope(const FgKube__Unknown *u, const char *group, c
         return fg_errmsg(errmsg, FG_E_KUBE_BAD_REQUEST, "the protobuf body's contentEncoding \"%s\" is not supported",
                          u->contentencoding);
     for (size_t i = 0; i < sizeof(kinds) / sizeof(*kinds); i++) {
-        if (!strcmp(kinds[i].group, group) && !strcmp(version, "v1") && !strcmp(kinds[i].kind, kind)) {
+        if ((!kinds[i].group || !strcmp(kinds[i].group, group)) && !strcmp(version, "v1") &&
+            !strcmp(kinds[i].kind, kind)) {
             *desc = kinds[i].desc;
             return FG_OK;
         }

@@ -144,8 +144,10 @@ void fg__reply_error(struct evhttp_request *req, enum fg_err err, const char *fm
 const char *fg__query_get(const struct evkeyvalq *q, const char *key);
 /* Reads and parses the body: FG_OK with *out, else an error already replied. */
 enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, json_object **out) FG_MUST_USE;
-/* The same for a protobuf body (protobuf.h) sent to a resource of type t. */
-enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__type *t,
+/* The same for a protobuf body (protobuf.h) of group/version/kind (a resource's kind, or what one of
+ * its subresources takes: Binding, policy/v1 Eviction, DeleteOptions). */
+enum fg_err fg__read_protobuf_body(struct fg_apiserver *srv, struct evhttp_request *req, const char *group,
+                                   const char *version, const char *kind,
                                    json_object **out) FG_MUST_USE;
 /* Drops the requests waiting out injected latency, before their connections are closed. */
 void fg__delayed_flush(struct fg_apiserver *srv);

@@ -24,8 +24,12 @@
 #include "e2e/apiserver/store.h"
 #include "e2e/apiserver/store_int.h"
 
+/* As kube's disruption controller counts: not being deleted, and Ready (or Running without a Ready
+ * condition). */
 static bool pod_healthy(json_object *pod)
 {
+    if (fg_json_get(pod, "metadata", "deletionTimestamp", NULL))
+        return false;
     json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
     for (size_t i = 0; json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);

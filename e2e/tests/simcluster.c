@@ -122,7 +122,7 @@ void fg_simcluster_stop(struct fg_simcluster *c, bool keep)
     }
     fg_kube_client_free(c->client);
     c->client = NULL;
-    if (keep && getenv("FG_KEEP_SIM")) {
+    if (keep || getenv("FG_KEEP_SIM")) {
         fprintf(stderr, "simulated cluster kept in %s\n", c->dir);
         return;
     }

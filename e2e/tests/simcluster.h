@@ -5,8 +5,8 @@
  *
  * Everything lives in a fresh directory under /tmp (the kubeconfig, the cluster's working
  * directory with its logs and node directories, kubectl's cache); fg_simcluster_stop sends SIGTERM,
- * waits (SIGKILL after 30 s) and removes the directory unless the test failed and $FG_KEEP_SIM is
- * set. Every wait is bounded.
+ * waits (SIGKILL after 30 s) and removes the directory, unless the caller asks to keep it or
+ * $FG_KEEP_SIM is set. Every wait is bounded.
  */
 #ifndef FG_E2E_SIMCLUSTER_H
 #define FG_E2E_SIMCLUSTER_H
@@ -32,7 +32,7 @@ struct fg_simcluster {
  * NULL). errmsg says what failed; nothing is left running then. */
 enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, const char *const *extra, unsigned ready_s,
                                 char *errmsg) FG_MUST_USE;
-/* Stops it and removes its directory (kept when keep is true). */
+/* Stops it and removes its directory (kept when keep is true or $FG_KEEP_SIM is set). */
 void fg_simcluster_stop(struct fg_simcluster *c, bool keep);
 
 /* The cluster's log of one component ("controllers", "kubelets", ...) into out (replacing it). */
