@@ -7,7 +7,7 @@
  *   latency?ms=N                 delay every reply by N ms (0 turns it off)
  *   compact                      forget the watch history (older RVs then get 410)
  *   restart?downMs=N             close everything, stay down N ms, come back on the same port
- *   stats (GET)                  {"watchers","resourceVersion","historyFloor","requests",
+ *   stats (GET)                  {"watchers","resourceVersion","historyFloor","requests","eventsSent",
  *                                 "watches":[{"resource","namespace","query","sent"}]}
  * Each answers 200 with a small JSON object; a bad parameter answers 400, an unknown path 404.
  */
@@ -50,6 +50,7 @@ static void stats(struct fg_apiserver *srv, struct evhttp_request *req)
     json_object_object_add(o, "resourceVersion", json_object_new_int64((int64_t)srv->store.rv));
     json_object_object_add(o, "historyFloor", json_object_new_int64((int64_t)srv->store.floor));
     json_object_object_add(o, "requests", json_object_new_int64((int64_t)srv->requests));
+    json_object_object_add(o, "eventsSent", json_object_new_int64((int64_t)srv->events_sent));
     json_object *watches = json_object_new_array();
     for (const struct fg__watcher *w = srv->watchers; w; w = w->next) {
         json_object *one = json_object_new_object();

@@ -24,9 +24,13 @@
 
 #define MAX_KEY 600
 
-/* The fields a field selector may name: those clients of this server use. */
+/* The fields a field selector may name: those clients of this server use, and an Event's, as
+ * kube-apiserver lets `kubectl get events --field-selector` select them. */
 static const char *const selectable_fields[] = {
-    "metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName", "status.phase", NULL,
+    "metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName", "status.phase",
+    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+    "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
+    "reportingComponent", "type", NULL,
 };
 
 bool fg__parse_selectors(struct evhttp_request *req, const struct evkeyvalq *query, struct fg_selector *labels,

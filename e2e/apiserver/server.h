@@ -109,6 +109,7 @@ struct fg_apiserver {
     uint32_t latency_ms;
     uint32_t down_ms;
     uint64_t requests;
+    uint64_t events_sent;         /* watch events written to every watcher, over the server's life */
     pthread_t thread;
     bool thread_running;
     struct ssl_ctx_st *ssl_ctx; /* NULL: plain HTTP */
@@ -200,6 +201,8 @@ void fg__table_reply(struct evhttp_request *req, json_object *table);
 /* table_cells.c: the cell of a `compute` column (the column row, for its jsonPath), or NULL when
  * `what` is unknown or the value is absent. */
 json_object *fg__table_cell_computed(const char *what, json_object *column, json_object *obj);
+/* kubectl's HumanDuration ("45s", "2m3s", "5h", "3d4h") as a string cell. */
+json_object *fg__human_duration(long long seconds);
 
 /* watch.c */
 void fg__watch_start(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,

@@ -21,7 +21,9 @@
 #include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
+#include "base/timefmt.h"
 #include "base/mem.h"
 #include "e2e/apiserver/jsonpath.h"
 
@@ -66,14 +68,8 @@ json_object *fg__table_new(const struct fg__type *t)
     return table;
 }
 
-/* kubectl's HumanDuration of the time since an RFC 3339 timestamp. */
-static json_object *age(const char *ts)
+json_object *fg__human_duration(long long s)
 {
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    if (!ts || !strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm))
-        return NULL;
-    long long s = (long long)difftime(time(NULL), timegm(&tm));
     long long m = s / 60, h = s / 3600, d = h / 24;
     char out[32];
     if (s < 0)
@@ -95,6 +91,15 @@ static json_object *age(const char *ts)
     else
         snprintf(out, sizeof(out), "%lldy", d / 365);
     return json_object_new_string(out);
+}
+
+/* The age of an RFC 3339 timestamp, as kubectl shows it. */
+static json_object *age(const char *ts)
+{
+    int64_t ms;
+    if (!fg_time_parse(ts, &ms))
+        return NULL;
+    return fg__human_duration((fg_clock_wall_ms() - ms) / 1000);
 }
 
 /* A cell from a jsonPath column. */

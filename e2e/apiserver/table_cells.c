@@ -18,8 +18,10 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "e2e/apiserver/jsonpath.h"
 
 #define MORE_MAX 3
@@ -440,10 +442,67 @@ static json_object *service_ports(json_object *column, json_object *obj)
     return join_take(items, ",", 0, "<none>");
 }
 
+static bool has_condition(json_object *obj, const char *type)
+{
+    json_object *conds = fg_json_get(obj, "status", "conditions", NULL);
+    for (size_t i = 0; i < array_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (fg_str_eq(fg_json_get_str(c, "type", NULL), type) && fg_str_eq(fg_json_get_str(c, "status", NULL), "True"))
+            return true;
+    }
+    return false;
+}
+
+/* kube's Job STATUS: the first of Complete, Failed, Terminating, Suspended, FailureTarget,
+ * SuccessCriteriaMet that holds, else Running. */
+static json_object *job_status(json_object *column, json_object *obj)
+{
+    (void)column;
+    static const char *const order[] = { "Complete", "Failed", NULL, "Suspended", "FailureTarget", "SuccessCriteriaMet" };
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        if (!order[i] && fg_json_get(obj, "metadata", "deletionTimestamp", NULL))
+            return json_object_new_string("Terminating");
+        if (order[i] && has_condition(obj, order[i]))
+            return json_object_new_string(order[i]);
+    }
+    return json_object_new_string("Running");
+}
+
+/* COMPLETIONS: succeeded/completions, or "succeeded/1" and " of parallelism" when above 1. */
+static json_object *job_completions(json_object *column, json_object *obj)
+{
+    (void)column;
+    int64_t succeeded = 0, completions = 0, parallelism = 0;
+    fg_json_get_int64(obj, &succeeded, "status", "succeeded", NULL);
+    char out[64];
+    if (fg_json_get_int64(obj, &completions, "spec", "completions", NULL))
+        snprintf(out, sizeof out, "%lld/%lld", (long long)succeeded, (long long)completions);
+    else if (fg_json_get_int64(obj, &parallelism, "spec", "parallelism", NULL) && parallelism > 1)
+        snprintf(out, sizeof out, "%lld/1 of %lld", (long long)succeeded, (long long)parallelism);
+    else
+        snprintf(out, sizeof out, "%lld/1", (long long)succeeded);
+    return json_object_new_string(out);
+}
+
+/* DURATION: from startTime to completionTime, or to now while it runs; empty before it starts. */
+static json_object *job_duration(json_object *column, json_object *obj)
+{
+    (void)column;
+    int64_t start, end;
+    if (!fg_time_parse(fg_json_get_str(obj, "status", "startTime", NULL), &start))
+        return json_object_new_string("");
+    if (!fg_time_parse(fg_json_get_str(obj, "status", "completionTime", NULL), &end))
+        end = fg_clock_wall_ms();
+    return fg__human_duration((end - start) / 1000);
+}
+
 static const struct {
     const char *name;
     cell_fn *fn;
 } cells[] = {
+    { "jobStatus", job_status },
+    { "jobCompletions", job_completions },
+    { "jobDuration", job_duration },
     { "podReady", pod_ready },
     { "podRestarts", pod_restarts },
     { "podStatus", pod_status },

@@ -99,6 +99,7 @@ static void send_table_event(struct fg__watcher *w, enum fg__ev_type as, struct 
     json_object *table = fg__table_new(w->type);
     fg__table_add_row(table, w->type, obj);
     w->sent++;
+    w->srv->events_sent++;
     send_json(w, names[as], table);
     json_object_put(table);
     json_object_put(obj);
@@ -119,6 +120,7 @@ static void send_event(struct fg__watcher *w, enum fg__ev_type as, struct fg__te
     fg__text_add_to_evbuffer(text, scratch);
     evbuffer_add_reference(scratch, "}\n", 2, NULL, NULL);
     w->sent++;
+    w->srv->events_sent++;
     send_buffer(w, scratch);
 }
 

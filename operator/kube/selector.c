@@ -2,6 +2,7 @@
 #include "operator/kube/selector.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,15 +299,18 @@ bool fg_selector_match_labels(const struct fg_selector *sel, json_object *obj)
     return true;
 }
 
+/* The string at a dotted path ("involvedObject.name", "reason"); "" when absent. */
 static const char *field_value(json_object *obj, const char *path)
 {
-    char key[64];
-    const char *dot = strchr(path, '.');
-    size_t n = (size_t)(dot - path);
-    memcpy(key, path, n);
-    key[n] = '\0';
-    const char *v = fg_json_get_str(obj, key, dot + 1, NULL);
-    return v ? v : "";
+    json_object *v = obj;
+    for (const char *p = path; v && *p;) {
+        size_t n = strcspn(p, ".");
+        char key[128];
+        snprintf(key, sizeof key, "%.*s", (int)n, p);
+        v = json_object_is_type(v, json_type_object) ? json_object_object_get(v, key) : NULL;
+        p += n + (p[n] == '.');
+    }
+    return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
 bool fg_selector_match_fields(const struct fg_selector *sel, json_object *obj)

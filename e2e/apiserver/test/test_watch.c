@@ -58,6 +58,17 @@ static void label_pod(const char *ns, const char *name, const char *app)
 }
 
 /* Takes the next event and checks its type and object name (name NULL: not checked). */
+/* The server's count of watch events sent (its stats). */
+static int64_t events_sent(void)
+{
+    struct tc_reply r;
+    assert_int_equal(tc_request(BASE, "GET", "/fracgpu-test/stats", NULL, NULL, &r), CURLE_OK);
+    int64_t sent = -1;
+    assert_true(fg_json_get_int64(r.json, &sent, "eventsSent", NULL));
+    tc_reply_cleanup(&r);
+    return sent;
+}
+
 static json_object *expect_event(struct tc_watch *w, const char *type, const char *name)
 {
     json_object *ev = tc_watch_next(w, WAIT_MS);
@@ -81,6 +92,7 @@ static void from_zero_then_changes(void **state)
     make_ns("w0-other");
     tc_create(BASE, "/api/v1/namespaces/w0/pods", "{\"metadata\":{\"name\":\"a\"}}");
     tc_create(BASE, "/api/v1/namespaces/w0/pods", "{\"metadata\":{\"name\":\"b\"}}");
+    int64_t sent_before = events_sent();
     struct tc_watch w;
     tc_watch_start(&w, BASE, "/api/v1/namespaces/w0/pods?watch=true", 20000);
     expect_and_put(&w, "ADDED", "a");
@@ -95,6 +107,9 @@ static void from_zero_then_changes(void **state)
     expect_and_put(&w, "DELETED", "b");
     tc_watch_stop(&w);
     assert_true(tc_wait_watchers(BASE, 0));
+    /* the server counts what it sent: 2 initial ADDED, a MODIFIED and a DELETED, and it keeps the
+     * count once the watch is gone */
+    assert_int_equal(events_sent() - sent_before, 4);
 }
 
 static void from_rv_replays_history(void **state)

@@ -10,7 +10,7 @@
 #include "operator/kube/selector.h"
 
 static const char *const fields[] = { "metadata.name", "metadata.namespace", "spec.nodeName", "spec.schedulerName",
-                                       "status.phase", NULL };
+                                       "status.phase", "reason", "involvedObject.name", NULL };
 
 static json_object *obj(void)
 {
@@ -94,6 +94,13 @@ static void field_selectors(void **state)
     assert_false(fields_match("spec.nodeName!=n1", o));
     assert_true(fields_match("spec.schedulerName=", o)); /* absent reads as "" */
     assert_true(fields_match("status.phase=Running", o));
+    json_object_put(o);
+    /* a top-level field and a nested one, as an Event's are selected */
+    const char *event = "{\"reason\":\"Scheduled\",\"involvedObject\":{\"name\":\"web-1\",\"kind\":\"Pod\"}}";
+    assert_int_equal(fg_json_parse(event, strlen(event), 0, &o, NULL), FG_OK);
+    assert_true(fields_match("reason=Scheduled,involvedObject.name=web-1", o));
+    assert_false(fields_match("reason=FailedScheduling", o));
+    assert_true(fields_match("involvedObject.name!=web-2", o));
     struct fg_selector s;
     char msg[FG_ERRMSG_MAX];
     assert_int_equal(fg_selector_parse_fields("spec.foo=1", fields, &s, msg), FG_E_PARSE);
