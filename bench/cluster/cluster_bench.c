@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "bench/apiserver/bench_http.h"
 #include "e2e/cluster/pidfile.h"
+#include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
 
 #define CREATORS 8
@@ -249,10 +250,9 @@ static void *read_loop(void *arg)
 /* The server's count of watch events delivered (its /fracgpu-test/stats), or -1. */
 static long events_sent(void)
 {
-    int fd = bench_dial();
     struct fg_buf b = FG_BUF_INIT;
     long n = -1;
-    if (bench_request(fd, &b, "GET", "/fracgpu-test/stats", NULL, NULL) == 200) {
+    if (fg_harness_http(NULL, bench_port, "GET", "/fracgpu-test/stats", &b) == 200) {
         json_object *o = NULL;
         int64_t v;
         if (fg_json_parse(fg_buf_str(&b), b.len, 0, &o, NULL) == FG_OK && fg_json_get_int64(o, &v, "eventsSent", NULL))
@@ -260,7 +260,6 @@ static long events_sent(void)
         json_object_put(o);
     }
     fg_buf_cleanup(&b);
-    close(fd);
     return n;
 }
 
