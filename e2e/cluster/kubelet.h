@@ -5,9 +5,10 @@
  * kubelet_nodes.c  boots a node per instance: registers the Node (capacity, allocatable, labels,
  *                  taints, addresses, Ready), renews its Lease in kube-node-lease, reports status,
  *                  and removes the Node when the instance goes;
- * kubelet_pods.c   runs the pods bound to its nodes: admission (OutOfcpu, OutOfmemory, OutOfpods,
- *                  node affinity), containers started, run, restarted with CrashLoopBackOff,
- *                  completed, probed, stopped within the grace period, and the pod status;
+ * kubelet_pods.c   runs the pods bound to its nodes, one reconcile per pod: taken on, moved forward,
+ *                  stopped within the grace period and deleted for good, its status written;
+ * kubelet_admit.c  admission (OutOfcpu, OutOfmemory, OutOfpods, node affinity) and adoption;
+ * kubelet_containers.c  containers started, run, restarted with CrashLoopBackOff, completed, probed;
  * kubelet_proc.c   containers of fracgpu's own image as real processes of the built binary;
  * kubelet_probe.c  HTTP and TCP probes against the pod's IP;
  * kubelet.c        the setup and the ticker that reaps processes and wakes pods whose timers fall due.
@@ -153,6 +154,38 @@ void fg_sim_pods_tick(struct fg_sim_kubelets *k);
 /* SIGKILLs the processes of the pods of node (every pod when node is NULL) and detaches them from
  * it; their next reconcile forgets them. mu held. */
 void fg_sim_pods_kill_all(struct fg_sim_kubelets *k, struct fg_sim_node *node);
+
+/* kubelet_admit.c */
+/* NULL when node admits pod (its requests, one pod included, go to *requests); else kube's reason,
+ * and the message in message. mu held. */
+const char *fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_resources *requests, char *message,
+                             size_t size);
+/* Takes over a pod a previous run of the kubelets admitted, from its status and pid files. mu held. */
+void fg_sim_pod_adopt(struct fg_sim_pod *p, json_object *pod);
+
+/* kubelet_containers.c */
+/* A probe due: container index, liveness or readiness, the Probe and the container's spec (both
+ * borrowed from the pod). */
+struct fg_sim_probe_job {
+    size_t container;
+    bool liveness;
+    json_object *probe, *spec;
+};
+/* The containers of p from pod's spec, init containers first. */
+void fg_sim_containers_set_up(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod);
+/* Container i's spec (borrowed from pod). */
+json_object *fg_sim_container_spec(const struct fg_sim_pod *p, json_object *pod, size_t i);
+/* Moves every container forward at now; *next gets the earliest time something falls due; the
+ * probes due go to jobs (2 per container at most). mu held. */
+void fg_sim_containers_advance(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, uint64_t now,
+                               uint64_t *next, struct fg_sim_probe_job *jobs, size_t *njobs);
+/* Applies a probe's outcome. mu held. */
+void fg_sim_containers_probed(struct fg_sim_pod *p, json_object *pod, const struct fg_sim_probe_job *j, bool ok,
+                              uint64_t now);
+/* The pod's phase, and whether its init containers are done and it is ready. */
+const char *fg_sim_pod_phase(const struct fg_sim_pod *p, json_object *pod, bool *initialized, bool *ready);
+/* *next = at when at is set and earlier than *next (or *next unset). */
+void fg_sim_note_next(uint64_t *next, uint64_t at);
 
 /* kubelet_status.c */
 /* The status to report for p (a new tree): pod is the cached pod, whose other conditions are kept. */

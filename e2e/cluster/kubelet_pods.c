@@ -2,23 +2,16 @@
  * kubelet_pods — the lifecycle of a pod on a simulated node, as one level-based reconcile per pod
  * key. See kubelet.h for the picture and the locking.
  *
- * Admission (once per pod UID): the pod's requests (resources.h) must fit the node's allocatable
- * next to the pods already admitted there, its node selector and required node affinity must match
- * and its tolerations cover the node's NoExecute taints; otherwise it fails at once with kube's
- * reasons (OutOfcpu, OutOfmemory, OutOfpods, Out<resource>, NodeAffinity, Taint) and message. An
- * admitted pod gets an address of its node and, after the configured pod start delay, its init
- * containers run one after another, then its containers. A container of fracgpu's image is a real
- * process (kubelet_proc.c); any other is simulated: it runs for the pod's
- * sim.fracgpu.io/run-seconds annotation, else — in a pod whose restartPolicy is not Always — the
- * configured jobDuration, else until stopped, and exits with sim.fracgpu.io/exit-code (default 0).
- * A container that ends is restarted as restartPolicy says, after CrashLoopBackOff (the configured
- * first delay, doubling to 5 minutes). Readiness and liveness probes run against real processes;
- * simulated containers pass theirs. The phase follows kube's rules (Pending, Running, Succeeded,
- * Failed).
+ * A pod bound to one of this process's nodes is taken on once per UID: admitted
+ * (kubelet_admit.c; a refusal fails it with kube's reason, message and Event), or adopted from a
+ * previous run of the kubelets. An admitted pod gets an address of its node and, after the
+ * configured pod start delay, its containers run (kubelet_containers.c); probes due run without
+ * the lock; the status (kubelet_status.c) is written when it changed, and the reconcile comes back
+ * when the next timer of the pod falls due.
  *
  * Deletion: a pod given a deletionTimestamp has its processes sent SIGTERM, and SIGKILL when its
  * grace period runs out; then the kubelet deletes it for good (grace period 0), as kube's does.
- * A pod that vanished from the API has its processes killed and is forgotten.
+ * A pod that vanished from the API, or whose node went, has its processes killed and is forgotten.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -31,16 +24,12 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "base/timefmt.h"
 #include "e2e/cluster/kubelet.h"
 #include "e2e/cluster/objects.h"
 #include "e2e/cluster/pidfile.h"
 #include "operator/kube/event.h"
-#include "operator/kube/nodematch.h"
-#include "operator/kube/quantity.h"
 
 #define COMPONENT "kubelet"
-#define BACKOFF_MAX_NS (300 * FG_NS_PER_S)
 #define POLL_NS (100 * FG_NS_PER_MS)
 
 static struct fg_sim_pod *pod_find(struct fg_sim_kubelets *k, const char *key)
@@ -114,305 +103,6 @@ void fg_sim_pods_tick(struct fg_sim_kubelets *k)
     pthread_mutex_unlock(&k->mu);
 }
 
-/* ---- admission ---- */
-
-/* What admission reads of the node: its name, labels and taints, as it registered them. */
-static json_object *admission_node(const struct fg_sim_node *node)
-{
-    json_object *n = json_object_new_object();
-    json_object *meta = fg_json_ensure_obj(n, "metadata");
-    fg_json_set_str(meta, "name", node->name);
-    json_object_object_add(meta, "labels", fg_sim_cloud_node_labels(node->group, node->name));
-    json_object_object_add(fg_json_ensure_obj(n, "spec"), "taints", json_object_get(node->group->taints));
-    return n;
-}
-
-/* NULL when pod fits node next to the pods admitted there; else the reason, and why in message. */
-static const char *admit(struct fg_sim_node *node, json_object *node_json, json_object *pod,
-                         struct fg_resources *requests, char *message, size_t size)
-{
-    char why[FG_ERRMSG_MAX];
-    if (fg_pod_requests(pod, requests, why) != FG_OK) {
-        snprintf(message, size, "Pod was rejected: %.400s", why);
-        return "UnexpectedAdmissionError";
-    }
-    if (fg_resources_add(requests, "pods", 1000) != FG_OK) {
-        snprintf(message, size, "Pod was rejected: too many resources");
-        return "UnexpectedAdmissionError";
-    }
-    if (!fg_node_matches_pod(pod, node_json)) {
-        snprintf(message, size, "Pod was rejected: Predicate NodeAffinity failed");
-        return "NodeAffinity";
-    }
-    if (fg_untolerated_taint(fg_json_get(node_json, "spec", "taints", NULL), fg_json_get(pod, "spec", "tolerations", NULL),
-                             true)) {
-        snprintf(message, size, "Pod was rejected: Predicate TaintToleration failed");
-        return "Taint";
-    }
-    const struct fg_resources *used = &node->used;
-    for (size_t i = 0; i < requests->n; i++) {
-        const struct fg_resource_amount *r = &requests->v[i];
-        int64_t have = fg_resources_get(used, r->name), cap = fg_resources_get(&node->group->capacity, r->name);
-        if (r->milli <= 0 || have + r->milli <= cap)
-            continue;
-        static char reason[FG_RESOURCE_NAME_MAX + 8];
-        snprintf(reason, sizeof reason, "Out%s", r->name);
-        bool milli = !strcmp(r->name, "cpu");
-        snprintf(message, size, "Pod was rejected: Node didn't have enough resource: %s, requested: %lld, used: %lld, "
-                 "capacity: %lld", r->name, (long long)(milli ? r->milli : fg_quantity_units(r->milli)),
-                 (long long)(milli ? have : fg_quantity_units(have)), (long long)(milli ? cap : fg_quantity_units(cap)));
-        return reason;
-    }
-    return NULL;
-}
-
-/* ---- containers ---- */
-
-static int64_t annotation_int(json_object *pod, const char *name, int64_t dflt)
-{
-    const char *s = fg_json_get_str(pod, "metadata", "annotations", name, NULL);
-    char *end = NULL;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    return s && *s && !*end ? v : dflt;
-}
-
-static json_object *container_spec(const struct fg_sim_pod *p, json_object *pod, size_t i)
-{
-    return i < p->ninit ? json_object_array_get_idx(fg_json_get(pod, "spec", "initContainers", NULL), i)
-                        : json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), i - p->ninit);
-}
-
-static void set_up_containers(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod)
-{
-    json_object *lists[2] = { fg_json_get(pod, "spec", "initContainers", NULL), fg_json_get(pod, "spec", "containers", NULL) };
-    for (int l = 0; l < 2; l++) {
-        for (size_t i = 0; i < fg_json_array_len(lists[l]) && p->ncontainers < FG_SIM_MAX_CONTAINERS; i++) {
-            json_object *spec = json_object_array_get_idx(lists[l], i);
-            struct fg_sim_container *c = &p->containers[p->ncontainers++];
-            snprintf(c->name, sizeof c->name, "%s", fg_json_get_str(spec, "name", NULL) ? fg_json_get_str(spec, "name", NULL) : "");
-            c->init = l == 0;
-            c->real = fg_sim_config_is_fracgpu_image(k->cfg, fg_json_get_str(spec, "image", NULL));
-            c->state = CONTAINER_WAITING;
-            c->waiting_reason = c->init ? "PodInitializing" : "ContainerCreating";
-            c->backoff_ns = k->cfg->kubelet.crash_backoff_ns;
-            p->has_real = p->has_real || c->real;
-        }
-        if (l == 0)
-            p->ninit = p->ncontainers;
-    }
-}
-
-static const char *restart_policy(json_object *pod)
-{
-    const char *r = fg_json_get_str(pod, "spec", "restartPolicy", NULL);
-    return r ? r : "Always";
-}
-
-static void start_container(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, size_t i, uint64_t now)
-{
-    struct fg_sim_container *c = &p->containers[i];
-    json_object *spec = container_spec(p, pod, i);
-    c->ready = false;
-    c->ready_successes = c->ready_failures = c->live_failures = 0;
-    c->exited = false;
-    c->run_until_ns = 0;
-    if (c->real) {
-        char why[FG_ERRMSG_MAX] = "";
-        pthread_mutex_unlock(&k->mu);   /* spawning reads ConfigMaps and Secrets from the API */
-        enum fg_err err = fg_sim_proc_start(k, p, pod, i, why);
-        pthread_mutex_lock(&k->mu);
-        if (err) {
-            c->state = CONTAINER_WAITING;
-            c->waiting_reason = "CreateContainerError";
-            c->restart_at_ns = now + c->backoff_ns;
-            fg_log_obj(FG_LOG_WARN, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
-                       fg_json_get_str(pod, "metadata", "name", NULL), "container %s: %s", c->name, why);
-            return;
-        }
-    } else {
-        int64_t secs = annotation_int(pod, FG_SIM_ANN_RUN_SECONDS, -1);
-        if (secs >= 0)
-            c->run_until_ns = now + (uint64_t)secs * FG_NS_PER_S;
-        else if (strcmp(restart_policy(pod), "Always") || c->init)
-            c->run_until_ns = now + k->cfg->kubelet.job_run_ns;
-        c->ready = !fg_json_get(spec, "readinessProbe", NULL);
-    }
-    c->state = CONTAINER_RUNNING;
-    c->started_ms = fg_clock_wall_ms();
-    int64_t delay = 0;
-    fg_json_get_int64(spec, &delay, "readinessProbe", "initialDelaySeconds", NULL);
-    c->next_readiness_ns = now + (uint64_t)delay * FG_NS_PER_S;
-    delay = 0;
-    fg_json_get_int64(spec, &delay, "livenessProbe", "initialDelaySeconds", NULL);
-    c->next_liveness_ns = now + (uint64_t)delay * FG_NS_PER_S;
-}
-
-/* Records that c ended with exit_code; schedules its restart when the policy wants one. */
-static void container_ended(struct fg_sim_pod *p, json_object *pod, struct fg_sim_container *c, int exit_code,
-                            uint64_t now)
-{
-    (void)p;
-    c->state = CONTAINER_TERMINATED;
-    c->exit_code = exit_code;
-    c->finished_ms = fg_clock_wall_ms();
-    c->terminated_reason = exit_code ? "Error" : "Completed";
-    c->ready = false;
-    c->pid = 0;
-    const char *policy = restart_policy(pod);
-    bool restart = !strcmp(policy, "Always") || (!strcmp(policy, "OnFailure") && exit_code != 0) ||
-                   (c->init && exit_code != 0 && strcmp(policy, "Never"));
-    if (!restart)
-        return;
-    c->had_last = true;
-    c->last_exit_code = exit_code;
-    c->last_started_ms = c->started_ms;
-    c->last_finished_ms = c->finished_ms;
-    c->last_reason = c->terminated_reason;
-    c->restarts++;
-    c->state = CONTAINER_WAITING;
-    c->waiting_reason = "CrashLoopBackOff";
-    if ((uint64_t)(c->finished_ms - c->started_ms) * FG_NS_PER_MS > 10 * 60 * FG_NS_PER_S)
-        c->backoff_ns = c->backoff_ns ? c->backoff_ns : FG_NS_PER_S;   /* ran long enough: backoff starts over */
-    c->restart_at_ns = now + c->backoff_ns;
-    c->backoff_ns = c->backoff_ns * 2 < BACKOFF_MAX_NS ? c->backoff_ns * 2 : BACKOFF_MAX_NS;
-}
-
-static void note_next(uint64_t *next, uint64_t at)
-{
-    if (at && (!*next || at < *next))
-        *next = at;
-}
-
-struct probe_job {
-    size_t container;
-    bool liveness;
-    json_object *probe, *spec;   /* borrowed from the pod */
-};
-
-/* Moves container i forward at now: started when it waits and its backoff is over, ended when its
- * process exited or its simulated run is over. */
-static void step_container(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, size_t i, uint64_t now,
-                           uint64_t *next)
-{
-    struct fg_sim_container *c = &p->containers[i];
-    if (c->state == CONTAINER_WAITING && now >= c->restart_at_ns)
-        start_container(k, p, pod, i, now);
-    if (c->state == CONTAINER_RUNNING && c->real && c->exited)
-        container_ended(p, pod, c, c->exit_code, now);
-    else if (c->state == CONTAINER_RUNNING && !c->real && c->run_until_ns && now >= c->run_until_ns)
-        container_ended(p, pod, c, (int)annotation_int(pod, FG_SIM_ANN_EXIT_CODE, 0), now);
-    note_next(next, c->state == CONTAINER_WAITING ? c->restart_at_ns
-                    : c->state == CONTAINER_RUNNING ? c->run_until_ns
-                                                    : 0);
-}
-
-static bool succeeded(const struct fg_sim_container *c)
-{
-    return c->state == CONTAINER_TERMINATED && c->exit_code == 0;
-}
-
-/* Moves every container forward at now: the init containers one after another, then the others;
- * probes due are listed in jobs. mu held. */
-static void advance(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, uint64_t now, uint64_t *next,
-                    struct probe_job *jobs, size_t *njobs)
-{
-    if (now < p->start_at_ns) {
-        note_next(next, p->start_at_ns);
-        return;
-    }
-    p->started = true;
-    for (size_t i = 0; i < p->ninit; i++) {
-        if (!succeeded(&p->containers[i]))
-            step_container(k, p, pod, i, now, next);
-        if (!succeeded(&p->containers[i]))
-            return;   /* the next one waits for this one */
-    }
-    for (size_t i = p->ninit; i < p->ncontainers; i++) {
-        struct fg_sim_container *c = &p->containers[i];
-        step_container(k, p, pod, i, now, next);
-        if (c->state != CONTAINER_RUNNING)
-            continue;
-        json_object *spec = container_spec(p, pod, i);
-        json_object *rp = fg_json_get(spec, "readinessProbe", NULL), *lp = fg_json_get(spec, "livenessProbe", NULL);
-        if (!c->real) {   /* a simulated container passes its probes */
-            if (rp && now >= c->next_readiness_ns)
-                c->ready = true;
-            else if (rp)
-                note_next(next, c->next_readiness_ns);
-            continue;
-        }
-        if (!rp)
-            c->ready = true;
-        if (rp && now >= c->next_readiness_ns)
-            jobs[(*njobs)++] = (struct probe_job){ i, false, rp, spec };
-        if (lp && now >= c->next_liveness_ns)
-            jobs[(*njobs)++] = (struct probe_job){ i, true, lp, spec };
-        note_next(next, rp ? c->next_readiness_ns : 0);
-        note_next(next, lp ? c->next_liveness_ns : 0);
-    }
-}
-
-static int64_t probe_field(json_object *probe, const char *field, int64_t dflt)
-{
-    int64_t v = dflt;
-    fg_json_get_int64(probe, &v, field, NULL);
-    return v > 0 ? v : dflt;
-}
-
-/* Applies a probe's outcome to container i. mu held. */
-static void probed(struct fg_sim_pod *p, json_object *pod, const struct probe_job *j,
-                   bool ok, uint64_t now)
-{
-    struct fg_sim_container *c = &p->containers[j->container];
-    if (c->state != CONTAINER_RUNNING)
-        return;
-    uint64_t period = (uint64_t)probe_field(j->probe, "periodSeconds", 10) * FG_NS_PER_S;
-    if (!j->liveness) {
-        c->next_readiness_ns = now + period;
-        if (ok) {
-            c->ready_failures = 0;
-            c->ready = c->ready || ++c->ready_successes >= (unsigned)probe_field(j->probe, "successThreshold", 1);
-        } else {
-            c->ready_successes = 0;
-            c->ready = c->ready && ++c->ready_failures < (unsigned)probe_field(j->probe, "failureThreshold", 3);
-        }
-        return;
-    }
-    c->next_liveness_ns = now + period;
-    c->live_failures = ok ? 0 : c->live_failures + 1;
-    if (c->live_failures >= (unsigned)probe_field(j->probe, "failureThreshold", 3)) {
-        fg_log_obj(FG_LOG_INFO, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
-                   fg_json_get_str(pod, "metadata", "name", NULL), "container %s failed liveness probe, will be restarted",
-                   c->name);
-        fg_sim_proc_signal(c, SIGKILL);
-        c->live_failures = 0;
-    }
-}
-
-/* The pod's phase and readiness from its containers. */
-static const char *phase_of(const struct fg_sim_pod *p, json_object *pod, bool *initialized, bool *ready)
-{
-    *initialized = true;
-    for (size_t i = 0; i < p->ninit; i++)
-        *initialized = *initialized && p->containers[i].state == CONTAINER_TERMINATED && !p->containers[i].exit_code;
-    bool all_ready = p->ncontainers > p->ninit, any_running = false, all_done = p->ncontainers > p->ninit, failed = false;
-    for (size_t i = p->ninit; i < p->ncontainers; i++) {
-        const struct fg_sim_container *c = &p->containers[i];
-        all_ready = all_ready && c->state == CONTAINER_RUNNING && c->ready;
-        any_running = any_running || c->state == CONTAINER_RUNNING || (c->state == CONTAINER_WAITING && c->restarts);
-        all_done = all_done && c->state == CONTAINER_TERMINATED;
-        failed = failed || (c->state == CONTAINER_TERMINATED && c->exit_code);
-    }
-    for (size_t i = 0; i < p->ninit; i++)   /* an init container that failed for good fails the pod */
-        if (p->containers[i].state == CONTAINER_TERMINATED && p->containers[i].exit_code)
-            return *ready = false, "Failed";
-    *ready = *initialized && all_ready;
-    (void)pod;
-    if (*initialized && all_done)
-        return failed ? "Failed" : "Succeeded";
-    return *initialized && any_running ? "Running" : "Pending";
-}
-
 /* ---- writes ---- */
 
 static enum fg_err write_status(struct fg_sim_kubelets *k, const char *key, json_object *pod, json_object *status)
@@ -466,7 +156,7 @@ static struct fg_sim_pod *pod_new(struct fg_sim_kubelets *k, const char *key, js
     p->node = node;
     snprintf(p->dir, sizeof p->dir, "%.1279s/pods/%.63s_%.253s_%.63s", node->root,
              fg_json_get_str(pod, "metadata", "namespace", NULL), fg_json_get_str(pod, "metadata", "name", NULL), p->uid);
-    set_up_containers(k, p, pod);
+    fg_sim_containers_set_up(k, p, pod);
     k->pods_v = fg_realloc(k->pods_v, (k->npods + 1) * sizeof *k->pods_v);
     p->slot = k->npods;
     k->pods_v[k->npods++] = p;
@@ -474,58 +164,114 @@ static struct fg_sim_pod *pod_new(struct fg_sim_kubelets *k, const char *key, js
     return p;
 }
 
-/* Takes over a pod a previous run of this kubelet admitted: its address, start time and containers
- * (a real process found through its pid file keeps running; one gone is a container that ended). */
-static void adopt(struct fg_sim_pod *p, json_object *pod)
+/* Takes pod on as p: adopted when a previous run of the kubelets admitted it, else admitted, or
+ * rejected (p->rejected, the reason and message in the out-parameters). mu held. */
+static struct fg_sim_pod *take_on(struct fg_sim_kubelets *k, const char *key, json_object *pod, struct fg_sim_node *node,
+                                  uint64_t now, const char **reason, char *message, size_t size)
 {
-    const char *ip = fg_json_get_str(pod, "status", "podIP", NULL);
-    unsigned a, b, c3, d;
-    if (ip && sscanf(ip, "%u.%u.%u.%u", &a, &b, &c3, &d) == 4 && d < 256) {
-        snprintf(p->ip, sizeof p->ip, "%s", ip);
-        p->node->ip_used[d] = true;
+    struct fg_sim_pod *p = pod_new(k, key, pod, node);
+    *reason = NULL;
+    if (fg_json_get_str(pod, "status", "podIP", NULL) && fg_json_get(pod, "status", "containerStatuses", NULL)) {
+        fg_sim_pod_adopt(p, pod);
+        return p;
     }
-    p->admitted = p->started = true;
+    *reason = fg_sim_pod_admit(node, pod, &p->requests, message, size);
+    if (*reason) {
+        p->rejected = true;
+        return p;
+    }
+    p->admitted = true;
+    fg_resources_sum(&node->used, &p->requests);
     p->start_ms = fg_clock_wall_ms();
-    fg_time_parse(fg_json_get_str(pod, "status", "startTime", NULL), &p->start_ms);
-    if (fg_pod_requests(pod, &p->requests, NULL) == FG_OK && fg_resources_add(&p->requests, "pods", 1000) == FG_OK)
-        fg_resources_sum(&p->node->used, &p->requests);
-    json_object *lists[2] = { fg_json_get(pod, "status", "initContainerStatuses", NULL),
-                              fg_json_get(pod, "status", "containerStatuses", NULL) };
+    p->start_at_ns = now + k->cfg->kubelet.pod_start_ns;
+    if (!fg_sim_node_take_ip(node, p->ip))
+        p->ip[0] = '\0';
+    if (p->has_real)
+        mkdir(p->dir, 0755);
+    return p;
+}
+
+/* Fails a pod admission refused, with the Event saying why. */
+static enum fg_err reject(struct fg_sim_kubelets *k, const char *key, json_object *pod, const char *node,
+                          const char *reason, const char *message)
+{
+    fg_log_obj(FG_LOG_INFO, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
+               fg_json_get_str(pod, "metadata", "name", NULL), "rejected on %s: %s", node, message);
+    json_object *status = json_object_new_object();
+    fg_json_set_str(status, "phase", "Failed");
+    fg_json_set_str(status, "reason", reason);
+    fg_json_set_str(status, "message", message);
+    enum fg_err err = write_status(k, key, pod, status);
+    event(k, pod, node, "Warning", reason, message);
+    json_object_put(status);
+    return err;
+}
+
+/* Stops p's processes for its deletion: SIGTERM at once, SIGKILL once the grace period is over.
+ * True while one still runs. mu held. */
+static bool stopping(struct fg_sim_pod *p, json_object *pod, uint64_t now)
+{
+    if (!p->killing) {
+        int64_t grace = 30;
+        if (!fg_json_get_int64(pod, &grace, "metadata", "deletionGracePeriodSeconds", NULL))
+            fg_json_get_int64(pod, &grace, "spec", "terminationGracePeriodSeconds", NULL);
+        p->killing = true;
+        p->kill_deadline_ns = now + (uint64_t)(grace > 0 ? grace : 0) * FG_NS_PER_S;
+        kill_processes(p, SIGTERM);
+    }
+    bool alive = false;
     for (size_t i = 0; i < p->ncontainers; i++) {
         struct fg_sim_container *c = &p->containers[i];
-        json_object *statuses = lists[c->init ? 0 : 1], *st = NULL;
-        for (size_t j = 0; j < fg_json_array_len(statuses) && !st; j++)
-            if (fg_str_eq(fg_json_get_str(json_object_array_get_idx(statuses, j), "name", NULL), c->name))
-                st = json_object_array_get_idx(statuses, j);
-        int64_t restarts = 0;
-        fg_json_get_int64(st, &restarts, "restartCount", NULL);
-        c->restarts = (unsigned)restarts;
-        if (fg_json_get(st, "state", "terminated", NULL)) {
-            int64_t code = 0;
-            fg_json_get_int64(st, &code, "state", "terminated", "exitCode", NULL);
-            c->state = CONTAINER_TERMINATED;
-            c->exit_code = (int)code;
-            c->terminated_reason = code ? "Error" : "Completed";
-            continue;
-        }
-        if (!fg_json_get(st, "state", "running", NULL))
-            continue;
-        c->state = CONTAINER_RUNNING;
-        c->ready = json_object_get_boolean(fg_json_get(st, "ready", NULL));
-        fg_time_parse(fg_json_get_str(st, "state", "running", "startedAt", NULL), &c->started_ms);
-        if (!c->real)
-            continue;
-        char pidfile[PATH_MAX];
-        fg_sim_proc_pidfile(p, c, pidfile);
-        pid_t pid;
-        if (fg_sim_pidfile_alive(pidfile, &pid)) {
-            c->pid = pid;
-            c->child = false;
-        } else {
-            c->exited = true;   /* it died while nobody watched */
-            c->exit_code = 137;
-        }
+        alive = alive || (c->state == CONTAINER_RUNNING && c->real && !c->exited);
     }
+    if (alive && now >= p->kill_deadline_ns)
+        kill_processes(p, SIGKILL);
+    return alive;
+}
+
+/* Runs the probes due (mu not held: they take up to their timeouts) and applies their outcomes to p
+ * if it is still the pod of key; *next gets the probes' next runs. */
+static void run_probes(struct fg_sim_kubelets *k, const char *key, struct fg_sim_pod *p, json_object *pod,
+                       const struct fg_sim_probe_job *jobs, size_t njobs, uint64_t *next)
+{
+    for (size_t i = 0; i < njobs; i++) {
+        bool ok = fg_sim_probe_run(jobs[i].probe, jobs[i].spec, p->ip);
+        pthread_mutex_lock(&k->mu);
+        if (pod_find(k, key) == p) {
+            fg_sim_containers_probed(p, pod, &jobs[i], ok, fg_clock_mono_ns());
+            const struct fg_sim_container *c = &p->containers[jobs[i].container];
+            if (c->state == CONTAINER_RUNNING)
+                fg_sim_note_next(next, jobs[i].liveness ? c->next_liveness_ns : c->next_readiness_ns);
+        }
+        pthread_mutex_unlock(&k->mu);
+    }
+}
+
+/* Writes p's status when it changed since the last write. mu not held. */
+static enum fg_err report(struct fg_sim_kubelets *k, const char *key, struct fg_sim_pod *p, json_object *pod)
+{
+    pthread_mutex_lock(&k->mu);
+    if (pod_find(k, key) != p) {
+        pthread_mutex_unlock(&k->mu);
+        return FG_OK;
+    }
+    bool initialized, ready;
+    const char *phase = fg_sim_pod_phase(p, pod, &initialized, &ready);
+    json_object *status = fg_sim_pod_status(p, pod, phase, initialized, ready);
+    const char *text = json_object_to_json_string_ext(status, JSON_C_TO_STRING_PLAIN);
+    bool changed = strcmp(text, p->last_status) != 0;
+    if (changed)
+        snprintf(p->last_status, sizeof p->last_status, "%s", text);
+    pthread_mutex_unlock(&k->mu);
+    enum fg_err err = changed ? write_status(k, key, pod, status) : FG_OK;
+    json_object_put(status);
+    if (err) {
+        pthread_mutex_lock(&k->mu);
+        if (pod_find(k, key) == p)
+            p->last_status[0] = '\0';   /* write it again next time */
+        pthread_mutex_unlock(&k->mu);
+    }
+    return err;
 }
 
 struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
@@ -536,10 +282,9 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     if (o && fg_kobj_parse(o, &pod, NULL) != FG_OK)
         pod = NULL;
     fg_kobj_unref(o);
-    const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL), *name = fg_json_get_str(pod, "metadata", "name", NULL);
     const char *node_name = fg_json_get_str(pod, "spec", "nodeName", NULL);
     uint64_t now = fg_clock_mono_ns(), next = 0;
-    enum fg_err err = FG_OK;
+    struct fg_reconcile_result res = fg_reconcile_ok();
 
     pthread_mutex_lock(&k->mu);
     struct fg_sim_pod *p = pod_find(k, key);
@@ -548,126 +293,33 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
         pod_forget(k, p);   /* deleted, replaced by a pod of the same name, or its node went */
         p = NULL;
     }
-    if (!pod || !node || !node->registered || node->gone) {
+    /* not ours, finished before this kubelet met it, or refused already */
+    bool idle = !pod || !node || !node->registered || node->gone || (!p && fg_sim_pod_finished(pod)) ||
+                (p && p->rejected);
+    const char *reason = NULL;
+    char message[512];
+    if (!idle && !p)
+        p = take_on(k, key, pod, node, now, &reason, message, sizeof message);
+    if (idle || reason) {
         pthread_mutex_unlock(&k->mu);
+        if (reason)
+            res = fg_reconcile_error(reject(k, key, pod, node_name, reason, message));
         json_object_put(pod);
-        return fg_reconcile_ok();
-    }
-    if (!p) {
-        if (fg_sim_pod_finished(pod)) {   /* finished before this kubelet started: nothing to run */
-            pthread_mutex_unlock(&k->mu);
-            json_object_put(pod);
-            return fg_reconcile_ok();
-        }
-        p = pod_new(k, key, pod, node);
-        if (fg_json_get_str(pod, "status", "podIP", NULL) && fg_json_get(pod, "status", "containerStatuses", NULL)) {
-            adopt(p, pod);
-        } else {
-            char message[512];
-            json_object *node_json = admission_node(node);
-            const char *reason = admit(node, node_json, pod, &p->requests, message, sizeof message);
-            json_object_put(node_json);
-            if (reason) {
-                p->rejected = true;
-                pthread_mutex_unlock(&k->mu);
-                fg_log_obj(FG_LOG_INFO, COMPONENT, "Pod", ns, name, "rejected on %s: %s", node->name, message);
-                json_object *status = json_object_new_object();
-                fg_json_set_str(status, "phase", "Failed");
-                fg_json_set_str(status, "reason", reason);
-                fg_json_set_str(status, "message", message);
-                err = write_status(k, key, pod, status);
-                event(k, pod, node_name, "Warning", reason, message);
-                json_object_put(status);
-                json_object_put(pod);
-                return fg_reconcile_error(err);
-            }
-            p->admitted = true;
-            fg_resources_sum(&node->used, &p->requests);
-            p->start_ms = fg_clock_wall_ms();
-            p->start_at_ns = now + k->cfg->kubelet.pod_start_ns;
-            if (!fg_sim_node_take_ip(node, p->ip))
-                p->ip[0] = '\0';
-            if (p->has_real)
-                mkdir(p->dir, 0755);
-        }
-    }
-    if (p->rejected) {
-        pthread_mutex_unlock(&k->mu);
-        json_object_put(pod);
-        return fg_reconcile_ok();
+        return res;
     }
     if (fg_sim_pod_terminating(pod)) {
-        if (!p->killing) {
-            int64_t grace = 30;
-            if (!fg_json_get_int64(pod, &grace, "metadata", "deletionGracePeriodSeconds", NULL))
-                fg_json_get_int64(pod, &grace, "spec", "terminationGracePeriodSeconds", NULL);
-            p->killing = true;
-            p->kill_deadline_ns = now + (uint64_t)(grace > 0 ? grace : 0) * FG_NS_PER_S;
-            kill_processes(p, SIGTERM);
-        }
-        bool alive = false;
-        for (size_t i = 0; i < p->ncontainers; i++) {
-            struct fg_sim_container *c = &p->containers[i];
-            alive = alive || (c->state == CONTAINER_RUNNING && c->real && !c->exited);
-        }
-        if (alive && now >= p->kill_deadline_ns)
-            kill_processes(p, SIGKILL);
+        bool alive = stopping(p, pod, now);
         pthread_mutex_unlock(&k->mu);
-        if (alive) {
-            json_object_put(pod);
-            return fg_reconcile_requeue_after(POLL_NS);
-        }
-        err = finish_deletion(k, pod);
+        res = alive ? fg_reconcile_requeue_after(POLL_NS) : fg_reconcile_error(finish_deletion(k, pod));
         json_object_put(pod);
-        return fg_reconcile_error(err);
+        return res;
     }
-
-    struct probe_job jobs[2 * FG_SIM_MAX_CONTAINERS];
+    struct fg_sim_probe_job jobs[2 * FG_SIM_MAX_CONTAINERS];
     size_t njobs = 0;
-    advance(k, p, pod, now, &next, jobs, &njobs);
+    fg_sim_containers_advance(k, p, pod, now, &next, jobs, &njobs);
     pthread_mutex_unlock(&k->mu);
-    for (size_t i = 0; i < njobs; i++) {   /* probes run without the lock: they take up to their timeout */
-        bool ok = fg_sim_probe_run(jobs[i].probe, jobs[i].spec, p->ip);
-        pthread_mutex_lock(&k->mu);
-        if (pod_find(k, key) == p)
-            probed(p, pod, &jobs[i], ok, fg_clock_mono_ns());
-        pthread_mutex_unlock(&k->mu);
-    }
-    pthread_mutex_lock(&k->mu);
-    if (pod_find(k, key) != p) {
-        pthread_mutex_unlock(&k->mu);
-        json_object_put(pod);
-        return fg_reconcile_ok();
-    }
-    if (njobs) {   /* the probes' next runs */
-        for (size_t i = p->ninit; i < p->ncontainers; i++) {
-            note_next(&next, p->containers[i].state == CONTAINER_RUNNING && p->containers[i].real &&
-                                     fg_json_get(container_spec(p, pod, i), "readinessProbe", NULL)
-                                 ? p->containers[i].next_readiness_ns
-                                 : 0);
-            note_next(&next, p->containers[i].state == CONTAINER_RUNNING && p->containers[i].real &&
-                                     fg_json_get(container_spec(p, pod, i), "livenessProbe", NULL)
-                                 ? p->containers[i].next_liveness_ns
-                                 : 0);
-        }
-    }
-    bool initialized, ready;
-    const char *phase = phase_of(p, pod, &initialized, &ready);
-    json_object *status = fg_sim_pod_status(p, pod, phase, initialized, ready);
-    const char *text = json_object_to_json_string_ext(status, JSON_C_TO_STRING_PLAIN);
-    bool changed = strcmp(text, p->last_status) != 0;
-    if (changed)
-        snprintf(p->last_status, sizeof p->last_status, "%s", text);
-    pthread_mutex_unlock(&k->mu);
-    if (changed)
-        err = write_status(k, key, pod, status);
-    if (err) {
-        pthread_mutex_lock(&k->mu);
-        if (pod_find(k, key) == p)
-            p->last_status[0] = '\0';   /* write it again next time */
-        pthread_mutex_unlock(&k->mu);
-    }
-    json_object_put(status);
+    run_probes(k, key, p, pod, jobs, njobs, &next);
+    enum fg_err err = report(k, key, p, pod);
     json_object_put(pod);
     if (err)
         return fg_reconcile_error(err);
