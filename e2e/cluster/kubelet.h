@@ -9,7 +9,8 @@
  *                  stopped within the grace period and deleted for good, its status written;
  * kubelet_admit.c  admission (OutOfcpu, OutOfmemory, OutOfpods, node affinity) and adoption;
  * kubelet_containers.c  containers started, run, restarted with CrashLoopBackOff, completed, probed;
- * kubelet_proc.c   containers of fracgpu's own image as real processes of the built binary;
+ * kubelet_proc.c   containers of fracgpu's own image as real processes of the built binary, with
+ *                  their environment (kubelet_env.c) and volumes (kubelet_volumes.c);
  * kubelet_probe.c  HTTP and TCP probes against the pod's IP;
  * kubelet.c        the setup and the ticker that reaps processes and wakes pods whose timers fall due.
  *
@@ -39,6 +40,7 @@
 
 #include "e2e/cluster/cloud.h"
 #include "e2e/cluster/config.h"
+#include "e2e/cluster/hostdir.h"
 #include "operator/cache/informer.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resources.h"
@@ -143,9 +145,6 @@ struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name
 /* The next free pod address of node into ip (16 bytes); false when all are taken (mu held). */
 bool fg_sim_node_take_ip(struct fg_sim_node *n, char ip[16]);
 void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip);
-/* Creates directory path and its parents (mode 0755), as `mkdir -p`; failures are left to whoever
- * uses the directory. */
-void fg_sim_mkdir_p(const char *path);
 
 /* kubelet_pods.c */
 struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key);

@@ -63,20 +63,6 @@ void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip)
         n->ip_used[d] = false;
 }
 
-void fg_sim_mkdir_p(const char *path)
-{
-    char *tmp = fg_strdup(path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(tmp, 0755);
-            *p = '/';
-        }
-    }
-    mkdir(tmp, 0755);
-    free(tmp);
-}
-
 /* Locks network number net machine-wide: the lock file /tmp/fracgpu-sim-net/<net>, held with
  * flock for as long as the node lives (so a process that dies releases it, and a restarted kubelet
  * takes its nodes' numbers back); close-on-exec, so pods' processes never hold it. -1 when another

@@ -1,0 +1,176 @@
+/*
+ * supervisor_options — `fracgpu-sim-cluster`'s command line: the config file (or the default
+ * cluster), --nodes resizing the first node group, parts switched off, where the API server and
+ * fracgpu binaries are (beside this one unless named), and the working directory (--dir, made when
+ * missing, else a new /tmp/fracgpu-sim-XXXXXX) with the config.json every part reads.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/duration.h"
+#include "base/log.h"
+#include "e2e/cluster/hostdir.h"
+#include "e2e/cluster/supervisor.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: fracgpu-sim-cluster --kubeconfig-out FILE [options]\n\n"
+            "Runs the test API server and a simulated cluster (controllers, default scheduler, kubelets,\n"
+            "autoscaler) until SIGTERM or SIGINT.\n\n"
+            "  --kubeconfig-out FILE   where to write the kubeconfig of the cluster (required)\n"
+            "  --nodes N               initial nodes of the first node group\n"
+            "  --config FILE           node groups and timings (YAML; see e2e/cluster/README.md)\n"
+            "  --dir DIR               working directory (default: a new /tmp/fracgpu-sim-XXXXXX)\n"
+            "  --disable PART          do not run controllers, scheduler, kubelets or autoscaler\n"
+            "  --apiserver PATH        the test API server (default: fracgpu-test-apiserver beside this)\n"
+            "  --fracgpu PATH          the binary pods of fracgpu's image run (default: fracgpu beside this)\n"
+            "  --ready-timeout D       how long to wait for the initial nodes (default 60s)\n"
+            "  --log-level LEVEL       debug, info, warn, error or off (default info)\n");
+}
+
+/* dir/name beside this executable. */
+static void beside_self(char *out, size_t size, const char *name)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(out, size, "%.3000s/%s", self, name);
+}
+
+int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "kubeconfig-out", required_argument, NULL, 'k' }, { "nodes", required_argument, NULL, 'n' },
+        { "config", required_argument, NULL, 'c' },         { "dir", required_argument, NULL, 'd' },
+        { "disable", required_argument, NULL, 'x' },        { "apiserver", required_argument, NULL, 'a' },
+        { "fracgpu", required_argument, NULL, 'f' },        { "ready-timeout", required_argument, NULL, 'r' },
+        { "log-level", required_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *config = NULL, *dir = NULL, *kubeconfig = NULL, *fracgpu = NULL;
+    const char *disabled[FG_SIM_NCOMPONENTS];
+    size_t ndisabled = 0;
+    long nodes = -1;
+    int64_t ms;
+    char *end, why[FG_ERRMSG_MAX];
+    enum fg_log_level level;
+    int c;
+    s->ready_timeout_ns = 60 * FG_NS_PER_S;
+    s->log_level = "info";
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (c) {
+        case 'k': kubeconfig = optarg; break;
+        case 'c': config = optarg; break;
+        case 'd': dir = optarg; break;
+        case 'a': snprintf(s->apiserver_bin, sizeof s->apiserver_bin, "%s", optarg); break;
+        case 'f': fracgpu = optarg; break;
+        case 'n':
+            nodes = strtol(optarg, &end, 10);
+            if (!*optarg || *end || nodes < 0 || nodes > 100000) {
+                fprintf(stderr, "fracgpu-sim-cluster: --nodes wants 0 to 100000, got \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case 'x':
+            if (!fg_sim_component_enabled(&(struct fg_sim_config){ .controllers = true, .scheduler = true,
+                                                                   .kubelets = true, .autoscaler = true },
+                                          optarg)) {
+                fprintf(stderr, "fracgpu-sim-cluster: --disable wants controllers, scheduler, kubelets or autoscaler, "
+                                "got \"%s\"\n", optarg);
+                return 2;
+            }
+            disabled[ndisabled++ % FG_SIM_NCOMPONENTS] = optarg;
+            break;
+        case 'r':
+            if (fg_duration_parse(optarg, &ms, why) != FG_OK) {
+                fprintf(stderr, "fracgpu-sim-cluster: --ready-timeout: %s\n", why);
+                return 2;
+            }
+            s->ready_timeout_ns = (uint64_t)ms * FG_NS_PER_MS;
+            break;
+        case 'v':
+            if (!fg_log_parse_level(optarg, &level)) {
+                fprintf(stderr, "fracgpu-sim-cluster: --log-level wants debug, info, warn, error or off\n");
+                return 2;
+            }
+            fg_log_set_level(level);
+            s->log_level = optarg;
+            break;
+        case 'h': usage(stdout); return -1;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc || !kubeconfig) {
+        fprintf(stderr, "fracgpu-sim-cluster: %s\n", optind != argc ? "unexpected argument" : "--kubeconfig-out is required");
+        usage(stderr);
+        return 2;
+    }
+    if (config ? fg_sim_config_load(&s->cfg, config, why) != FG_OK : (fg_sim_config_default(&s->cfg), false)) {
+        fprintf(stderr, "fracgpu-sim-cluster: %s\n", why);
+        return 2;
+    }
+    if (nodes >= 0) {
+        struct fg_sim_group *g = &s->cfg.groups[0];
+        g->initial_size = (unsigned)nodes;
+        g->min_size = g->min_size < (unsigned)nodes ? g->min_size : (unsigned)nodes;
+        g->max_size = g->max_size > (unsigned)nodes ? g->max_size : (unsigned)nodes;
+    }
+    for (size_t i = 0; i < ndisabled && i < FG_SIM_NCOMPONENTS; i++) {
+        s->cfg.controllers = s->cfg.controllers && strcmp(disabled[i], "controllers");
+        s->cfg.scheduler = s->cfg.scheduler && strcmp(disabled[i], "scheduler");
+        s->cfg.kubelets = s->cfg.kubelets && strcmp(disabled[i], "kubelets");
+        s->cfg.autoscaler = s->cfg.autoscaler && strcmp(disabled[i], "autoscaler");
+    }
+    if (!s->apiserver_bin[0])
+        beside_self(s->apiserver_bin, sizeof s->apiserver_bin, "fracgpu-test-apiserver");
+    if (fracgpu || !s->cfg.fracgpu_binary[0]) {
+        char path[PATH_MAX];
+        if (fracgpu)
+            snprintf(path, sizeof path, "%s", fracgpu);
+        else
+            beside_self(path, sizeof path, "fracgpu");
+        if (!realpath(path, s->cfg.fracgpu_binary))
+            snprintf(s->cfg.fracgpu_binary, sizeof s->cfg.fracgpu_binary, "%s", path);
+    }
+    if (dir) {
+        char real[PATH_MAX];
+        if (fg_sim_mkdir_p(dir) || !realpath(dir, real)) {
+            fprintf(stderr, "fracgpu-sim-cluster: cannot use --dir %s: %s\n", dir, strerror(errno));
+            return 2;
+        }
+        if (strlen(real) >= sizeof s->dir) {
+            fprintf(stderr, "fracgpu-sim-cluster: --dir %s is longer than %zu bytes\n", real, sizeof s->dir - 1);
+            return 2;
+        }
+        memcpy(s->dir, real, strlen(real) + 1);
+    } else {
+        snprintf(s->dir, sizeof s->dir, "/tmp/fracgpu-sim-XXXXXX");
+        if (!mkdtemp(s->dir)) {
+            fprintf(stderr, "fracgpu-sim-cluster: cannot make a working directory: %s\n", strerror(errno));
+            return 1;
+        }
+    }
+    snprintf(s->kubeconfig, sizeof s->kubeconfig, "%s", kubeconfig);
+    return 0;
+}
+
+enum fg_err fg_sim_supervisor_write_config(struct fg_sim_supervisor *s, char *errmsg)
+{
+    char logs[PATH_MAX + 8];
+    snprintf(logs, sizeof logs, "%s/logs", s->dir);
+    snprintf(s->config_path, sizeof s->config_path, "%s/config.json", s->dir);
+    if (fg_sim_mkdir_p(logs))
+        return fg_errmsg(errmsg, FG_E_IO, "cannot make %s: %s", logs, strerror(errno));
+    json_object *doc = fg_sim_config_to_json(&s->cfg);
+    int rc = json_object_to_file_ext(s->config_path, doc, JSON_C_TO_STRING_PRETTY);
+    json_object_put(doc);
+    return rc ? fg_errmsg(errmsg, FG_E_IO, "cannot write %s", s->config_path) : FG_OK;
+}
