@@ -19,17 +19,16 @@
  *     terminated (the kubelet then removes the Node).
  * Only empty nodes are removed: moving pods off under-used nodes is not simulated.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/cluster/autoscaler.h"
 #include "e2e/cluster/cloud.h"
 #include "e2e/cluster/objects.h"
+#include "operator/manager/periodic.h"
 #include "operator/kube/event.h"
 #include "operator/kube/nodematch.h"
 #include "operator/kube/resource.h"
@@ -122,8 +121,9 @@ void fg_sim_autoscaler_event(struct fg_sim_autoscaler *a, json_object *obj, cons
 
 /* ---- the loop ---- */
 
-static void scan(struct fg_sim_autoscaler *a)
+static void scan(void *ud)
 {
+    struct fg_sim_autoscaler *a = ud;
     json_object *pods = list_store(a->pods), *nodes = list_store(a->nodes), *instances = list_store(a->instances);
     json_object *daemonsets = list_store(a->daemonsets);
     struct fg_sim_group_view views[FG_SIM_MAX_GROUPS];
@@ -161,49 +161,9 @@ static void scan(struct fg_sim_autoscaler *a)
     json_object_put(pods);
 }
 
-static void *loop(void *ud)
-{
-    struct fg_sim_autoscaler *a = ud;
-    pthread_mutex_lock(&a->mu);
-    while (!a->stop) {
-        pthread_mutex_unlock(&a->mu);
-        scan(a);
-        pthread_mutex_lock(&a->mu);
-        if (!a->stop)
-            fg_cond_wait_ns(&a->cond, &a->mu, a->cfg->autoscale.scan_ns);
-    }
-    pthread_mutex_unlock(&a->mu);
-    return NULL;
-}
-
-static enum fg_err start(void *ud, char *errmsg)
-{
-    struct fg_sim_autoscaler *a = ud;
-    a->stop = false;
-    if (pthread_create(&a->thread, NULL, loop, a))
-        return fg_errmsg(errmsg, FG_E_INTERNAL, "cannot start the autoscaler");
-    a->running = true;
-    return FG_OK;
-}
-
-static void stop(void *ud)
-{
-    struct fg_sim_autoscaler *a = ud;
-    if (!a->running)
-        return;
-    pthread_mutex_lock(&a->mu);
-    a->stop = true;
-    pthread_cond_signal(&a->cond);
-    pthread_mutex_unlock(&a->mu);
-    pthread_join(a->thread, NULL);
-    a->running = false;
-}
-
 static void autoscaler_free(void *ud)
 {
     struct fg_sim_autoscaler *a = ud;
-    pthread_mutex_destroy(&a->mu);
-    pthread_cond_destroy(&a->cond);
     free(a->told);
     free(a);
 }
@@ -214,8 +174,6 @@ enum fg_err fg_sim_autoscaler_setup(struct fg_manager *m, const struct fg_sim_co
     a->m = m;
     a->cfg = cfg;
     a->client = fg_manager_client(m);
-    pthread_mutex_init(&a->mu, NULL);
-    fg_cond_init_monotonic(&a->cond);
     fg_manager_on_free(m, autoscaler_free, a);
     struct fg_informer_factory *f = fg_manager_informers(m);
     enum fg_err err;
@@ -228,6 +186,7 @@ enum fg_err fg_sim_autoscaler_setup(struct fg_manager *m, const struct fg_sim_co
                                                                       .label_selector = FG_SIM_CLOUD_SELECTOR },
                                        &a->instances, errmsg)))
         return err;
-    return fg_manager_add_runnable(m, &(struct fg_runnable){ .name = "autoscaler", .leader_only = true, .start = start,
-                                                              .stop = stop, .ud = a });
+    return fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "autoscaler", .leader_only = true,
+                                                              .period_ns = cfg->autoscale.scan_ns, .run = scan, .ud = a },
+                                   errmsg);
 }

@@ -6,7 +6,6 @@
 #ifndef FG_SIM_AUTOSCALER_H
 #define FG_SIM_AUTOSCALER_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -31,10 +30,6 @@ struct fg_sim_autoscaler {
     const struct fg_sim_config *cfg;
     struct fg_kube_client *client;
     struct fg_informer *pods, *nodes, *instances, *daemonsets;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool stop, running;
     int64_t last_scale_up_ms;
     struct fg_sim_unneeded unneeded[FG_SIM_AUTOSCALER_MAX_TRACKED];
     size_t nunneeded;

@@ -16,7 +16,6 @@
  * lists every CustomResourceDefinition's objects every SCAN_PERIOD and applies the dependent rule
  * to them, so they go within that period of their owner.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/cm.h"
+#include "operator/manager/periodic.h"
 
 #define COMPONENT "garbage-collector"
 #define SCAN_PERIOD (10 * FG_NS_PER_S)
@@ -44,10 +44,6 @@ struct gc {
     struct fg_sim_cm *cm;
     struct gc_kind kinds[MAX_KINDS];
     size_t nkinds;
-    pthread_t scanner;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    bool stop, running;
 };
 
 /* ---- where owners live ---- */
@@ -389,8 +385,9 @@ static void map_related(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 
 /* ---- custom resources: the periodic scan ---- */
 
-static void scan_custom_resources(struct gc *gc)
+static void scan_custom_resources(void *ud)
 {
+    struct gc *gc = ud;
     static const struct fg_kube_resource crds = { "apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                                   "CustomResourceDefinition", false };
     char *path = fg_kube_path(&crds, NULL, NULL, NULL, NULL);
@@ -427,58 +424,11 @@ static void scan_custom_resources(struct gc *gc)
     json_object_put(list);
 }
 
-static void *scanner(void *ud)
-{
-    struct gc *gc = ud;
-    pthread_mutex_lock(&gc->mu);
-    while (!gc->stop) {
-        pthread_mutex_unlock(&gc->mu);
-        scan_custom_resources(gc);
-        pthread_mutex_lock(&gc->mu);
-        fg_cond_wait_ns(&gc->cond, &gc->mu, SCAN_PERIOD);
-    }
-    pthread_mutex_unlock(&gc->mu);
-    return NULL;
-}
-
-static enum fg_err scanner_start(void *ud, char *errmsg)
-{
-    struct gc *gc = ud;
-    gc->stop = false;
-    if (pthread_create(&gc->scanner, NULL, scanner, gc))
-        return fg_errmsg(errmsg, FG_E_INTERNAL, "cannot start the custom-resource scan");
-    gc->running = true;
-    return FG_OK;
-}
-
-static void scanner_stop(void *ud)
-{
-    struct gc *gc = ud;
-    if (!gc->running)
-        return;
-    pthread_mutex_lock(&gc->mu);
-    gc->stop = true;
-    pthread_cond_signal(&gc->cond);
-    pthread_mutex_unlock(&gc->mu);
-    pthread_join(gc->scanner, NULL);
-    gc->running = false;
-}
-
-static void gc_free(void *ud)
-{
-    struct gc *gc = ud;
-    pthread_mutex_destroy(&gc->mu);
-    pthread_cond_destroy(&gc->cond);
-    free(gc);
-}
-
 enum fg_err fg_sim_gc_setup(struct fg_sim_cm *cm, char *errmsg)
 {
     struct gc *gc = fg_calloc(1, sizeof *gc);
     gc->cm = cm;
-    pthread_mutex_init(&gc->mu, NULL);
-    fg_cond_init_monotonic(&gc->cond);
-    fg_manager_on_free(cm->m, gc_free, gc);
+    fg_manager_on_free(cm->m, free, gc);
     const struct fg_sim_cache *caches[] = { &cm->pods, &cm->replicasets, &cm->deployments, &cm->statefulsets,
                                             &cm->daemonsets, &cm->jobs, &cm->services, &cm->slices };
     for (size_t i = 0; i < sizeof caches / sizeof caches[0]; i++)
@@ -490,8 +440,9 @@ enum fg_err fg_sim_gc_setup(struct fg_sim_cm *cm, char *errmsg)
     for (size_t i = 0; i < gc->nkinds && !err; i++)
         err = fg_manager_watches(c, gc->kinds[i].cache->inf, map_related, &gc->kinds[i], relevant, errmsg);
     if (!err)
-        err = fg_manager_add_runnable(cm->m, &(struct fg_runnable){ .name = "gc-custom-resources", .leader_only = true,
-                                                                     .start = scanner_start, .stop = scanner_stop,
-                                                                     .ud = gc });
+        err = fg_manager_add_periodic(cm->m, &(struct fg_periodic){ .name = "gc-custom-resources", .leader_only = true,
+                                                                     .period_ns = SCAN_PERIOD, .run = scan_custom_resources,
+                                                                     .ud = gc },
+                                      errmsg);
     return err;
 }

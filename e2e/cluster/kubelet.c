@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/kubelet.h"
 #include "e2e/cluster/sim.h"
 #include "operator/kube/resource.h"
+#include "operator/manager/periodic.h"
 
 #define TICK_NS (100 * FG_NS_PER_MS)
 #define POD_WORKERS 8
@@ -39,43 +39,11 @@ static void instances_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj
 
 static const struct fg_resource_handler instance_handler = { instances_changed, instances_updated, instances_changed };
 
-static void *ticker(void *ud)
+static void tick(void *ud)
 {
     struct fg_sim_kubelets *k = ud;
-    pthread_mutex_lock(&k->mu);
-    while (!k->stop) {
-        pthread_mutex_unlock(&k->mu);
-        fg_sim_nodes_tick(k);
-        fg_sim_pods_tick(k);
-        pthread_mutex_lock(&k->mu);
-        if (!k->stop)
-            fg_cond_wait_ns(&k->cond, &k->mu, TICK_NS);
-    }
-    pthread_mutex_unlock(&k->mu);
-    return NULL;
-}
-
-static enum fg_err ticker_start(void *ud, char *errmsg)
-{
-    struct fg_sim_kubelets *k = ud;
-    k->stop = false;
-    if (pthread_create(&k->ticker, NULL, ticker, k))
-        return fg_errmsg(errmsg, FG_E_INTERNAL, "cannot start the kubelets' ticker");
-    k->ticking = true;
-    return FG_OK;
-}
-
-static void ticker_stop(void *ud)
-{
-    struct fg_sim_kubelets *k = ud;
-    if (!k->ticking)
-        return;
-    pthread_mutex_lock(&k->mu);
-    k->stop = true;
-    pthread_cond_signal(&k->cond);
-    pthread_mutex_unlock(&k->mu);
-    pthread_join(k->ticker, NULL);
-    k->ticking = false;
+    fg_sim_nodes_tick(k);
+    fg_sim_pods_tick(k);
 }
 
 static void kubelets_free(void *ud)
@@ -91,7 +59,6 @@ static void kubelets_free(void *ud)
     }
     free(k->nodes);
     pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cond);
     free(k);
 }
 
@@ -119,7 +86,6 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
     k->cfg = cfg;
     k->client = fg_manager_client(m);
     pthread_mutex_init(&k->mu, NULL);
-    fg_cond_init_monotonic(&k->cond);
     k->pod_index = lh_kchar_table_new(1024, NULL);
     fg_manager_on_free(m, kubelets_free, k);
     char real[PATH_MAX];
@@ -159,6 +125,7 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
                                        .reconcile = fg_sim_pod_reconcile, .ud = k, .primary = k->pods };
     if ((err = fg_manager_controller(m, &spec, &k->pod_ctl, errmsg)))
         return err;
-    return fg_manager_add_runnable(m, &(struct fg_runnable){ .name = "kubelet-ticker", .leader_only = true,
-                                                              .start = ticker_start, .stop = ticker_stop, .ud = k });
+    return fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "kubelet-ticker", .leader_only = true,
+                                                              .period_ns = TICK_NS, .run = tick, .ud = k },
+                                   errmsg);
 }

@@ -132,9 +132,6 @@ struct fg_sim_kubelets {
     struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
     size_t npods;
     struct lh_table *pod_index;   /* key → pod */
-    pthread_t ticker;
-    pthread_cond_t cond;
-    bool stop, ticking;
 };
 
 /* kubelet_nodes.c */

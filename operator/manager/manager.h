@@ -9,8 +9,8 @@
  * they need from setup functions that live beside their code, and never start threads, servers or
  * watches of their own outside a runnable.
  *
- * Runnables are started by the manager: those for every replica (a webhook server, the exporter's
- * sampler) with the manager, those for the leader only (reconcilers, the scheduler) once this
+ * Runnables are started by the manager (periodic.h builds one that works on a timer): those for
+ * every replica (a webhook server, the exporter's sampler) with the manager, those for the leader only (reconcilers, the scheduler) once this
  * replica leads and every informer has synced; the latter are stopped the moment leadership is no
  * longer certain, and started again, fresh, if it comes back. Without leader election (the node
  * agent: one per node) the replica always leads.

@@ -3,7 +3,8 @@
  * runnables started in registration order, leader-only ones once the informers have listed, and all
  * stopped in reverse; a runnable that cannot start undoes what started before it and says why; a
  * leader-only runnable that cannot start ends fg_manager_run with status 1; readiness and liveness
- * checks answered as kube-apiserver answers them; nothing registered or started twice.
+ * checks answered as kube-apiserver answers them; nothing registered or started twice; periodic
+ * work runs at once, then on its period, on a thread of its own, and stops mid-wait.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -23,6 +24,7 @@
 #include "base/log.h"
 #include "e2e/tests/harness.h"
 #include "operator/manager/manager.h"
+#include "operator/manager/periodic.h"
 
 static struct fg_harness h;
 
@@ -234,6 +236,69 @@ static void test_checks(void **state)
     fg_manager_free(m);
 }
 
+struct ticks {
+    atomic_uint n;
+    atomic_bool on_owner_thread;
+    pthread_t owner;
+};
+
+static void count_tick(void *ud)
+{
+    struct ticks *t = ud;
+    if (pthread_equal(pthread_self(), t->owner))
+        atomic_store(&t->on_owner_thread, true);
+    atomic_fetch_add(&t->n, 1);
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void test_periodic(void **state)
+{
+    (void)state;
+    struct ticks fast = { .owner = pthread_self() }, slow = { .owner = pthread_self() };
+    char msg[FG_ERRMSG_MAX] = "";
+    struct fg_manager *m = new_manager(NULL);
+    assert_int_equal(fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "zero", .run = count_tick, .ud = &fast },
+                                             msg),
+                     FG_E_INVAL);
+    assert_non_null(strstr(msg, "a period above 0"));
+    assert_int_equal(fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "none", .period_ns = 1000 }, msg),
+                     FG_E_INVAL);
+    assert_int_equal(fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "fast", .period_ns = 20 * 1000 * 1000,
+                                                                         .run = count_tick, .ud = &fast },
+                                             msg),
+                     FG_OK);
+    assert_int_equal(fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "hourly", .leader_only = true,
+                                                                         .period_ns = 3600ull * 1000 * 1000 * 1000,
+                                                                         .run = count_tick, .ud = &slow },
+                                             msg),
+                     FG_OK);
+    assert_int_equal(fg_manager_start(m, msg), FG_OK);
+    uint64_t deadline = now_ms() + 5000;
+    while ((atomic_load(&fast.n) < 3 || atomic_load(&slow.n) < 1) && now_ms() < deadline)
+        nanosleep(&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
+    assert_true(atomic_load(&fast.n) >= 3);
+    assert_int_equal(atomic_load(&slow.n), 1);   /* at once, then not for an hour */
+    assert_int_equal(fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "late", .period_ns = 1,
+                                                                         .run = count_tick, .ud = &fast },
+                                             msg),
+                     FG_E_BUSY);
+    uint64_t stop_started = now_ms();
+    fg_manager_stop(m);
+    assert_true(now_ms() - stop_started < 2000);   /* the hourly one woke from its wait */
+    unsigned after_stop = atomic_load(&fast.n);
+    nanosleep(&(struct timespec){ 0, 60 * 1000 * 1000 }, NULL);
+    assert_int_equal(atomic_load(&fast.n), after_stop);
+    assert_false(atomic_load(&fast.on_owner_thread));
+    assert_false(atomic_load(&slow.on_owner_thread));
+    fg_manager_free(m);
+}
+
 int main(void)
 {
     fg_log_set_level(FG_LOG_OFF);
@@ -243,6 +308,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runnables_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_leader_work_ends_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_periodic, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
