@@ -250,21 +250,15 @@ static void cleanup_history(struct fg_sim_cm *cm, struct plan *p)
     }
 }
 
-/* A condition with its transition time kept while its status stays the same. */
+/* A Deployment condition: lastUpdateTime kept while status and reason stay the same. */
 static json_object *condition(json_object *d, const char *type, bool ok, const char *reason, const char *message,
                               const char *now)
 {
-    json_object *c = json_object_new_object();
-    fg_json_set_str(c, "type", type);
-    fg_json_set_str(c, "status", ok ? "True" : "False");
     json_object *old = fg_sim_condition(d, type);
-    const char *since = fg_json_get_str(old, "lastTransitionTime", NULL);
-    bool same = old && fg_str_eq(fg_json_get_str(old, "status", NULL), ok ? "True" : "False");
-    bool same_reason = same && fg_str_eq(fg_json_get_str(old, "reason", NULL), reason);
+    bool same_reason = old && fg_str_eq(fg_json_get_str(old, "status", NULL), ok ? "True" : "False") &&
+                       fg_str_eq(fg_json_get_str(old, "reason", NULL), reason);
+    json_object *c = fg_sim_condition_new(d, type, ok ? "True" : "False", reason, message, now);
     fg_json_set_str(c, "lastUpdateTime", same_reason ? fg_json_get_str(old, "lastUpdateTime", NULL) : now);
-    fg_json_set_str(c, "lastTransitionTime", same && since ? since : now);
-    fg_json_set_str(c, "reason", reason);
-    fg_json_set_str(c, "message", message);
     return c;
 }
 

@@ -39,13 +39,8 @@ static bool condition_true(json_object *job, const char *type)
 
 static json_object *condition(const char *type, const char *reason, const char *message, const char *now)
 {
-    json_object *c = json_object_new_object();
-    fg_json_set_str(c, "type", type);
-    fg_json_set_str(c, "status", "True");
+    json_object *c = fg_sim_condition_new(NULL, type, "True", reason, message, now);
     fg_json_set_str(c, "lastProbeTime", now);
-    fg_json_set_str(c, "lastTransitionTime", now);
-    fg_json_set_str(c, "reason", reason);
-    fg_json_set_str(c, "message", message);
     return c;
 }
 

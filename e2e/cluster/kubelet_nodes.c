@@ -27,6 +27,7 @@
 #include "base/mem.h"
 #include "base/timefmt.h"
 #include "e2e/cluster/kubelet.h"
+#include "e2e/cluster/objects.h"
 #include "operator/kube/resource.h"
 
 #define COMPONENT "kubelet"
@@ -150,16 +151,12 @@ static void install_gpus(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     json_object_put(state);
 }
 
+/* A node condition that changed when the node registered (since), heard of now. */
 static json_object *condition(const char *type, const char *status, const char *reason, const char *message,
                               const char *now, const char *since)
 {
-    json_object *c = json_object_new_object();
-    fg_json_set_str(c, "type", type);
-    fg_json_set_str(c, "status", status);
+    json_object *c = fg_sim_condition_new(NULL, type, status, reason, message, since);
     fg_json_set_str(c, "lastHeartbeatTime", now);
-    fg_json_set_str(c, "lastTransitionTime", since);
-    fg_json_set_str(c, "reason", reason);
-    fg_json_set_str(c, "message", message);
     return c;
 }
 

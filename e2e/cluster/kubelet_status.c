@@ -28,16 +28,8 @@ static bool kubelet_owns(const char *type)
 static void add_condition(json_object *conds, json_object *pod, const char *type, bool ok, const char *reason,
                           const char *now)
 {
-    json_object *c = json_object_new_object(), *old = fg_sim_condition(pod, type);
-    const char *status = ok ? "True" : "False";
-    fg_json_set_str(c, "type", type);
-    fg_json_set_str(c, "status", status);
+    json_object *c = fg_sim_condition_new(pod, type, ok ? "True" : "False", reason, NULL, now);
     json_object_object_add(c, "lastProbeTime", NULL);
-    const char *since = fg_json_get_str(old, "lastTransitionTime", NULL);
-    fg_json_set_str(c, "lastTransitionTime",
-                    since && fg_str_eq(fg_json_get_str(old, "status", NULL), status) ? since : now);
-    if (reason)
-        fg_json_set_str(c, "reason", reason);
     json_object_array_add(conds, c);
 }
 

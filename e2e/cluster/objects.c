@@ -236,6 +236,22 @@ json_object *fg_sim_condition(json_object *obj, const char *type)
     return NULL;
 }
 
+json_object *fg_sim_condition_new(json_object *obj, const char *type, const char *status, const char *reason,
+                                  const char *message, const char *now)
+{
+    json_object *c = json_object_new_object(), *old = fg_sim_condition(obj, type);
+    const char *since = fg_json_get_str(old, "lastTransitionTime", NULL);
+    fg_json_set_str(c, "type", type);
+    fg_json_set_str(c, "status", status);
+    fg_json_set_str(c, "lastTransitionTime",
+                    since && fg_str_eq(fg_json_get_str(old, "status", NULL), status) ? since : now);
+    if (reason)
+        fg_json_set_str(c, "reason", reason);
+    if (message)
+        fg_json_set_str(c, "message", message);
+    return c;
+}
+
 bool fg_sim_pod_ready(json_object *pod)
 {
     return fg_str_eq(fg_json_get_str(fg_sim_condition(pod, "Ready"), "status", NULL), "True");

@@ -69,6 +69,12 @@ bool fg_sim_pod_ready(json_object *pod);            /* condition Ready True */
 bool fg_sim_pod_available(json_object *pod, int64_t min_ready_s, int64_t now_ms);
 /* A condition of type `type` in obj's status.conditions (borrowed), or NULL. */
 json_object *fg_sim_condition(json_object *obj, const char *type);
+/* A new condition (type, status, lastTransitionTime, and reason and message unless NULL) as kube's
+ * controllers write one: it keeps the lastTransitionTime of obj's condition of that type while
+ * the status stays the same, else says now. obj may be NULL. Each kind adds its own times
+ * (lastProbeTime, lastHeartbeatTime, lastUpdateTime). */
+json_object *fg_sim_condition_new(json_object *obj, const char *type, const char *status, const char *reason,
+                                  const char *message, const char *now);
 /* metadata.creationTimestamp in ms (0 when absent). */
 int64_t fg_sim_created_ms(json_object *obj);
 

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timefmt.h"
+#include "e2e/cluster/objects.h"
 #include "operator/kube/event.h"
 #include "operator/kube/resource.h"
 
@@ -141,12 +142,7 @@ static json_object *condition(const char *type, const char *status, const char *
 {
     char when[FG_TIME_MAX];
     fg_time_format(transition_ms, when);
-    json_object *c = json_object_new_object();
-    fg_json_set_str(c, "type", type);
-    fg_json_set_str(c, "status", status);
-    fg_json_set_str(c, "reason", reason);
-    fg_json_set_str(c, "message", message);
-    fg_json_set_str(c, "lastTransitionTime", when);
+    json_object *c = fg_sim_condition_new(NULL, type, status, reason, message, when);
     json_object_object_add(c, "lastProbeTime", NULL);
     return c;
 }

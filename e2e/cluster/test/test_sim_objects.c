@@ -93,6 +93,32 @@ static void test_pod_state(void **state)
     json_object_put(going);
 }
 
+static void test_condition_transition_time(void **state)
+{
+    (void)state;
+    json_object *pod = parse("{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+                             "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}");
+    const char *now = "2026-02-02T00:00:00Z";
+    json_object *same = fg_sim_condition_new(pod, "Ready", "True", NULL, NULL, now);
+    assert_string_equal(fg_json_get_str(same, "lastTransitionTime", NULL), "2026-01-01T00:00:00Z");
+    assert_null(fg_json_get(same, "reason", NULL));   /* NULL reason and message are left out */
+    assert_null(fg_json_get(same, "message", NULL));
+    json_object *flipped = fg_sim_condition_new(pod, "Ready", "False", "ContainersNotReady", "not ready", now);
+    assert_string_equal(fg_json_get_str(flipped, "lastTransitionTime", NULL), now);
+    assert_string_equal(fg_json_get_str(flipped, "reason", NULL), "ContainersNotReady");
+    assert_string_equal(fg_json_get_str(flipped, "message", NULL), "not ready");
+    json_object *other = fg_sim_condition_new(pod, "Initialized", "True", NULL, NULL, now);
+    assert_string_equal(fg_json_get_str(other, "lastTransitionTime", NULL), now);
+    json_object *fresh = fg_sim_condition_new(NULL, "Ready", "True", NULL, NULL, now);
+    assert_string_equal(fg_json_get_str(fresh, "lastTransitionTime", NULL), now);
+    assert_string_equal(fg_json_get_str(fresh, "type", NULL), "Ready");
+    json_object_put(same);
+    json_object_put(flipped);
+    json_object_put(other);
+    json_object_put(fresh);
+    json_object_put(pod);
+}
+
 static void test_int_or_percent(void **state)
 {
     (void)state;
@@ -151,7 +177,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template_hash), cmocka_unit_test(test_pod_from_template),
         cmocka_unit_test(test_pod_state),     cmocka_unit_test(test_int_or_percent),
-        cmocka_unit_test(test_assumed),
+        cmocka_unit_test(test_assumed),       cmocka_unit_test(test_condition_transition_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
