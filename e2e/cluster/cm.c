@@ -133,6 +133,47 @@ enum fg_err fg_sim_cm_controller(struct fg_sim_cm *cm, const char *name, fg_reco
     return fg_manager_controller(cm->m, &spec, out, errmsg);
 }
 
+/* How long a controller's own creation or deletion waits for the pods' cache to show it before
+ * it is forgotten (kube's controller expectations wait five minutes). */
+#define ASSUMED_TTL_NS (60 * FG_NS_PER_S)
+
+static void pod_owner_free(void *ud)
+{
+    struct fg_sim_pod_owner *po = ud;
+    fg_sim_assumed_free(po->assumed);
+    free(po);
+}
+
+enum fg_err fg_sim_cm_pod_owner_controller(struct fg_sim_cm *cm, const char *name, fg_reconcile_fn *fn,
+                                           const struct fg_sim_cache *primary, struct fg_manager_controller **out,
+                                           char *errmsg)
+{
+    struct fg_sim_pod_owner *po = fg_calloc(1, sizeof *po);
+    po->cm = cm;
+    po->assumed = fg_sim_assumed_new(ASSUMED_TTL_NS);
+    fg_manager_on_free(cm->m, pod_owner_free, po);
+    enum fg_err err = fg_sim_cm_controller(cm, name, fn, po, primary, out, errmsg);
+    if (!err)
+        err = fg_manager_watches(*out, cm->pods.inf, fg_sim_cm_map_controller, (void *)primary->res->kind, NULL, errmsg);
+    return err;
+}
+
+enum fg_err fg_sim_cm_create_pods(struct fg_sim_pod_owner *po, const char *component, json_object *obj, const char *key,
+                                  int64_t n)
+{
+    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
+    char *generate = fg_asprintf("%s-", fg_json_get_str(obj, "metadata", "name", NULL));
+    enum fg_err err = FG_OK;
+    for (int64_t i = 0; i < n && !err; i++) {
+        json_object *pod = fg_sim_pod_from_template(fg_json_get(obj, "spec", "template", NULL), ns, NULL, generate, obj,
+                                                    NULL);
+        err = fg_sim_cm_create_pod(po->cm, component, obj, pod, po->assumed, key);
+        json_object_put(pod);
+    }
+    free(generate);
+    return err;
+}
+
 void fg_sim_cm_event(struct fg_sim_cm *cm, const char *component, json_object *obj, const char *type,
                      const char *reason, const char *fmt, ...)
 {

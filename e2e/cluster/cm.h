@@ -74,6 +74,23 @@ void fg_sim_cm_map_controller(void *ud, struct fg_kobj *obj, struct fg_keys *out
 enum fg_err fg_sim_cm_controller(struct fg_sim_cm *cm, const char *name, fg_reconcile_fn *fn, void *ud,
                                  const struct fg_sim_cache *primary, struct fg_manager_controller **out,
                                  char *errmsg) FG_MUST_USE;
+/* What a controller of pods (ReplicaSet, Job, DaemonSet) works with: the shared caches, and the
+ * creations and deletions it made that the pods' cache has not shown yet. */
+struct fg_sim_pod_owner {
+    struct fg_sim_cm *cm;
+    struct fg_sim_assumed *assumed;
+};
+
+/* Declares a controller of pods for primary's kind (cm->workers workers; reconcile's ud a new
+ * struct fg_sim_pod_owner, freed with the manager): its pods reach it through their controller
+ * reference. */
+enum fg_err fg_sim_cm_pod_owner_controller(struct fg_sim_cm *cm, const char *name, fg_reconcile_fn *fn,
+                                           const struct fg_sim_cache *primary, struct fg_manager_controller **out,
+                                           char *errmsg) FG_MUST_USE;
+/* Creates n pods from obj's spec.template, named "<obj's name>-" and a random suffix, each with
+ * fg_sim_cm_create_pod; stops at the first that fails. */
+enum fg_err fg_sim_cm_create_pods(struct fg_sim_pod_owner *po, const char *component, json_object *obj, const char *key,
+                                  int64_t n) FG_MUST_USE;
 /* Creates pod for owner as kube's ReplicaSet, Job and DaemonSet controllers do, with the Event that
  * says so on the owner (SuccessfulCreate "Created pod: NAME", or FailedCreate "Error creating:
  * WHY"); the pod's assumed creation is recorded under assume_key (objects.h). */

@@ -14,7 +14,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/clock.h"
 #include "base/json.h"
@@ -85,12 +84,7 @@ static void pin(json_object *pod, const char *node)
     json_object_put(field);
 }
 
-struct ds_controller {
-    struct fg_sim_cm *cm;
-    struct fg_sim_assumed *assumed;   /* creations per "<daemon set key>@<node>" */
-};
-
-static enum fg_err create_pod(struct ds_controller *dc, json_object *ds, const char *node, const char *hash,
+static enum fg_err create_pod(struct fg_sim_pod_owner *dc, json_object *ds, const char *node, const char *hash,
                               json_object *tolerations, const char *assume_key)
 {
     const char *ns = fg_json_get_str(ds, "metadata", "namespace", NULL);
@@ -135,7 +129,7 @@ struct tally {
 
 static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
-    struct ds_controller *dc = ud;
+    struct fg_sim_pod_owner *dc = ud;
     struct fg_sim_cm *cm = dc->cm;
     json_object *ds = fg_sim_cm_get(&cm->daemonsets, key);
     if (!ds || fg_sim_pod_terminating(ds)) {
@@ -257,23 +251,10 @@ static void map_all(void *ud, struct fg_kobj *obj, struct fg_keys *out)
     fg_kobj_list_cleanup(&l);
 }
 
-static void free_controller(void *ud)
-{
-    struct ds_controller *dc = ud;
-    fg_sim_assumed_free(dc->assumed);
-    free(dc);
-}
-
 enum fg_err fg_sim_daemonset_setup(struct fg_sim_cm *cm, char *errmsg)
 {
-    struct ds_controller *dc = fg_calloc(1, sizeof *dc);
-    dc->cm = cm;
-    dc->assumed = fg_sim_assumed_new(60 * FG_NS_PER_S);
-    fg_manager_on_free(cm->m, free_controller, dc);
     struct fg_manager_controller *c;
-    enum fg_err err = fg_sim_cm_controller(cm, "daemonset", reconcile, dc, &cm->daemonsets, &c, errmsg);
-    if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"DaemonSet", NULL, errmsg);
+    enum fg_err err = fg_sim_cm_pod_owner_controller(cm, "daemonset", reconcile, &cm->daemonsets, &c, errmsg);
     if (!err)
         err = fg_manager_watches(c, cm->nodes.inf, map_all, cm, NULL, errmsg);
     return err;

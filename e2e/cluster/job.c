@@ -13,9 +13,7 @@
  * that long after it finished. Status also carries active, ready and startTime. Indexed
  * completion mode and pod failure policies are not simulated.
  */
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/clock.h"
 #include "base/json.h"
@@ -26,11 +24,6 @@
 #define COMPONENT "job-controller"
 #define BACKOFF_BASE_MS 10000
 #define BACKOFF_MAX_MS 360000
-
-struct job_controller {
-    struct fg_sim_cm *cm;
-    struct fg_sim_assumed *assumed;
-};
 
 static bool condition_true(json_object *job, const char *type)
 {
@@ -58,22 +51,7 @@ static int64_t finished_ms(json_object *pod)
     return latest;
 }
 
-static enum fg_err create_pods(struct job_controller *jc, json_object *job, const char *key, int64_t n)
-{
-    const char *ns = fg_json_get_str(job, "metadata", "namespace", NULL);
-    char *generate = fg_asprintf("%s-", fg_json_get_str(job, "metadata", "name", NULL));
-    enum fg_err err = FG_OK;
-    for (int64_t i = 0; i < n && !err; i++) {
-        json_object *pod = fg_sim_pod_from_template(fg_json_get(job, "spec", "template", NULL), ns, NULL, generate, job,
-                                                    NULL);
-        err = fg_sim_cm_create_pod(jc->cm, COMPONENT, job, pod, jc->assumed, key);
-        json_object_put(pod);
-    }
-    free(generate);
-    return err;
-}
-
-static enum fg_err delete_active(struct job_controller *jc, json_object *job, const char *key, json_object **active,
+static enum fg_err delete_active(struct fg_sim_pod_owner *jc, json_object *job, const char *key, json_object **active,
                                  size_t n)
 {
     enum fg_err err = FG_OK;
@@ -82,7 +60,7 @@ static enum fg_err delete_active(struct job_controller *jc, json_object *job, co
     return err;
 }
 
-static struct fg_reconcile_result finished(struct job_controller *jc, json_object *job)
+static struct fg_reconcile_result finished(struct fg_sim_pod_owner *jc, json_object *job)
 {
     int64_t ttl = -1, done_ms = 0;
     if (!fg_json_get_int64(job, &ttl, "spec", "ttlSecondsAfterFinished", NULL) || ttl < 0)
@@ -98,7 +76,7 @@ static struct fg_reconcile_result finished(struct job_controller *jc, json_objec
 
 static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
-    struct job_controller *jc = ud;
+    struct fg_sim_pod_owner *jc = ud;
     json_object *job = fg_sim_cm_get(&jc->cm->jobs, key);
     if (!job || fg_sim_pod_terminating(job)) {
         json_object_put(job);
@@ -188,7 +166,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
             if (failed > 0 && wait > 0)
                 requeue_ns = (uint64_t)wait * FG_NS_PER_MS;
             else
-                err = create_pods(jc, job, key, want - running);
+                err = fg_sim_cm_create_pods(jc, COMPONENT, job, key, want - running);
         }
         if (deadline >= 0 && !requeue_ns)
             requeue_ns = (uint64_t)(start_ms + deadline * 1000 - now > 0 ? start_ms + deadline * 1000 - now : 1) *
@@ -218,22 +196,9 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     return requeue_ns ? fg_reconcile_requeue_after(requeue_ns) : fg_reconcile_ok();
 }
 
-static void free_controller(void *ud)
-{
-    struct job_controller *jc = ud;
-    fg_sim_assumed_free(jc->assumed);
-    free(jc);
-}
-
 enum fg_err fg_sim_job_setup(struct fg_sim_cm *cm, char *errmsg)
 {
-    struct job_controller *jc = fg_calloc(1, sizeof *jc);
-    jc->cm = cm;
-    jc->assumed = fg_sim_assumed_new(60 * FG_NS_PER_S);
-    fg_manager_on_free(cm->m, free_controller, jc);
     struct fg_manager_controller *c;
-    enum fg_err err = fg_sim_cm_controller(cm, "job", reconcile, jc, &cm->jobs, &c, errmsg);
-    if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"Job", NULL, errmsg);
+    enum fg_err err = fg_sim_cm_pod_owner_controller(cm, "job", reconcile, &cm->jobs, &c, errmsg);
     return err;
 }

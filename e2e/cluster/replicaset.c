@@ -11,21 +11,14 @@
  * at again every second), observedGeneration.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/clock.h"
 #include "base/json.h"
-#include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/cm.h"
 
 #define COMPONENT "replicaset-controller"
 #define BURST 500   /* creates or deletes per reconcile, as kube's burstReplicas */
-
-struct rs_controller {
-    struct fg_sim_cm *cm;
-    struct fg_sim_assumed *assumed;
-};
 
 /* Lower ranks are deleted first. */
 static int delete_rank(json_object *pod)
@@ -48,22 +41,7 @@ static int cmp_victims(const void *a, const void *b)
     return ca > cb ? -1 : ca < cb;   /* youngest first */
 }
 
-static enum fg_err create_pods(struct rs_controller *rc, json_object *rs, const char *key, int64_t n)
-{
-    const char *ns = fg_json_get_str(rs, "metadata", "namespace", NULL);
-    char *generate = fg_asprintf("%s-", fg_json_get_str(rs, "metadata", "name", NULL));
-    enum fg_err err = FG_OK;
-    for (int64_t i = 0; i < n && !err; i++) {
-        json_object *pod = fg_sim_pod_from_template(fg_json_get(rs, "spec", "template", NULL), ns, NULL, generate, rs,
-                                                    NULL);
-        err = fg_sim_cm_create_pod(rc->cm, COMPONENT, rs, pod, rc->assumed, key);
-        json_object_put(pod);
-    }
-    free(generate);
-    return err;
-}
-
-static enum fg_err delete_pods(struct rs_controller *rc, json_object *rs, const char *key, json_object **victims,
+static enum fg_err delete_pods(struct fg_sim_pod_owner *rc, json_object *rs, const char *key, json_object **victims,
                                size_t n)
 {
     enum fg_err err = FG_OK;
@@ -85,7 +63,7 @@ static bool labels_cover(json_object *pod, json_object *want)
 }
 
 /* Writes status when it changed; *requeue_ms gets when a Ready pod becomes available (0: never). */
-static enum fg_err write_status(struct rs_controller *rc, json_object *rs, json_object **active, size_t n,
+static enum fg_err write_status(struct fg_sim_pod_owner *rc, json_object *rs, json_object **active, size_t n,
                                 int64_t *requeue_ms)
 {
     int64_t min_ready = 0, now = fg_clock_wall_ms(), gen = 0;
@@ -126,7 +104,7 @@ static enum fg_err write_status(struct rs_controller *rc, json_object *rs, json_
 
 static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
-    struct rs_controller *rc = ud;
+    struct fg_sim_pod_owner *rc = ud;
     json_object *rs = fg_sim_cm_get(&rc->cm->replicasets, key);
     if (!rs)
         return fg_reconcile_ok();   /* gone: the garbage collector takes its pods */
@@ -145,7 +123,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     int64_t have = (int64_t)(nactive + fg_sim_assumed_pending_creates(rc->assumed, key));
     enum fg_err err = FG_OK;
     if (have < want && !fg_sim_pod_terminating(rs)) {
-        err = create_pods(rc, rs, key, want - have < BURST ? want - have : BURST);
+        err = fg_sim_cm_create_pods(rc, COMPONENT, rs, key, want - have < BURST ? want - have : BURST);
     } else if (have > want) {
         qsort(active, nactive, sizeof *active, cmp_victims);
         size_t excess = (size_t)(have - want);
@@ -162,22 +140,9 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     return requeue_ms ? fg_reconcile_requeue_after((uint64_t)requeue_ms * FG_NS_PER_MS) : fg_reconcile_ok();
 }
 
-static void free_controller(void *ud)
-{
-    struct rs_controller *rc = ud;
-    fg_sim_assumed_free(rc->assumed);
-    free(rc);
-}
-
 enum fg_err fg_sim_replicaset_setup(struct fg_sim_cm *cm, char *errmsg)
 {
-    struct rs_controller *rc = fg_calloc(1, sizeof *rc);
-    rc->cm = cm;
-    rc->assumed = fg_sim_assumed_new(60 * FG_NS_PER_S);
-    fg_manager_on_free(cm->m, free_controller, rc);
     struct fg_manager_controller *c;
-    enum fg_err err = fg_sim_cm_controller(cm, "replicaset", reconcile, rc, &cm->replicasets, &c, errmsg);
-    if (!err)
-        err = fg_manager_watches(c, cm->pods.inf, fg_sim_cm_map_controller, (void *)"ReplicaSet", NULL, errmsg);
+    enum fg_err err = fg_sim_cm_pod_owner_controller(cm, "replicaset", reconcile, &cm->replicasets, &c, errmsg);
     return err;
 }
