@@ -1,19 +1,19 @@
 /*
  * hook_client — asynchronous HTTPS POSTs of admission reviews, driven by the server's event loop.
  *
- * Calls go out over TLS connections that libevent drives on the server's event_base (OpenSSL
- * bufferevents), so a webhook that answers slowly never holds up other requests. A connection
+ * Calls go out on libevent's HTTP client (an evhttp_connection over an OpenSSL bufferevent) on the
+ * server's event_base, so a webhook that answers slowly never holds up other requests. A connection
  * carries one call at a time and is kept alive for the next call to the same address, server name
- * and CA (HTTP/1.1 keep-alive); one the peer closed meanwhile is noticed and dropped, and a call
- * whose kept-alive connection turns out to be gone is sent once more on a fresh one. A call
- * verifies the peer against the CA given (the webhook's caBundle) and the URL's host name, even
- * when it dials another address (a Service's endpoint); it ends after timeout_s at the latest and
- * reports once, through its done function, with the parsed JSON reply or a reason in the words of
- * kube-apiserver's Go client (`context deadline exceeded`, `dial tcp ...: connection refused`,
- * `tls: failed to verify certificate: x509: ...`, `EOF`). Host names that are not addresses are
- * resolved asynchronously (evdns). The client owns its calls: a call is freed right before its done
- * function runs, and fg__hook_call_cancel frees one without reporting. Everything runs on the loop
- * thread.
+ * and CA (libevent notices a kept-alive connection the peer closed); one that libevent closed is
+ * freed, never reconnected, and a call whose kept-alive connection turns out to be gone before any
+ * reply is sent once more on a fresh one. A call verifies the peer against the CA given (the
+ * webhook's caBundle) and the URL's host name, even when it dials another address (a Service's
+ * endpoint); it ends after timeout_s at the latest and reports once, through its done function,
+ * with the parsed JSON reply or a reason in the words of kube-apiserver's Go client (`context
+ * deadline exceeded`, `dial tcp ...: connect: connection refused`, `tls: failed to verify
+ * certificate: x509: ...`, `EOF`). Host names that are not addresses are resolved asynchronously
+ * (evdns). The client owns its calls: a call is freed right before its done function runs, and
+ * fg__hook_call_cancel frees one without reporting. Everything runs on the loop thread.
  */
 #ifndef FG_E2E_APISERVER_HOOK_CLIENT_H
 #define FG_E2E_APISERVER_HOOK_CLIENT_H
