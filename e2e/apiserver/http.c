@@ -20,7 +20,6 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
-#include "e2e/apiserver/json_read.h"
 #include "e2e/apiserver/protobuf.h"
 #include "e2e/apiserver/status.h"
 
@@ -105,7 +104,7 @@ enum fg_err fg__read_body(struct fg_apiserver *srv, struct evhttp_request *req, 
     if (body_bytes(srv, req, &data, &len))
         return FG_E_TOO_BIG;
     char msg[FG_ERRMSG_MAX];
-    enum fg_err err = fg__json_read(data, len, srv->max_body, out, msg);
+    enum fg_err err = fg_json_parser_parse(&srv->parser, data, len, srv->max_body, out, msg);
     if (err) {
         fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "the body of the request could not be decoded: %s", msg);
         return FG_E_KUBE_BAD_REQUEST;

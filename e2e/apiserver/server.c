@@ -188,6 +188,7 @@ void fg_apiserver_free(struct fg_apiserver *srv)
     fg__hook_client_free(srv->hooks);
     if (srv->scratch)
         evbuffer_free(srv->scratch);
+    fg_json_parser_cleanup(&srv->parser);
     if (srv->base)
         event_base_free(srv->base);
     fg__store_cleanup(&srv->store);

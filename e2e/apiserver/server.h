@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/apiserver/registry.h"
@@ -100,6 +101,7 @@ struct fg_apiserver {
     struct event_base *base;
     struct evhttp *http; /* NULL while down during a restart */
     struct evbuffer *scratch;
+    struct fg_json_parser parser;   /* request bodies, one tokener reused */
     struct fg__watcher *watchers;
     size_t nwatchers;
     struct fg__delayed *delayed;

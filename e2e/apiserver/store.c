@@ -140,23 +140,26 @@ static void record(struct fg__store *st, const struct fg__type *type, enum fg__e
         st->on_event(st->on_event_ud, ev, obj, old);
 }
 
-/* json-c gives every object it makes a hash table of 16 slots (640 bytes). Bodies come sized to fit
- * (json_read.c), but what the server adds on the way (metadata, defaults, copies made by patches)
- * does not; a stored object never changes again, so each of its tables is shrunk to fit (load under
- * json-c's 0.66, so a lookup still finds a free slot) while its text is written, in the same walk.
- * Subtrees shared with an earlier version are compact already. */
+/* json-c gives every object a hash table of 16 slots (640 bytes), each {} of managedFields included:
+ * a 3.7 KB pod parses into 128 KB. A stored object never changes again, so each of its tables is
+ * shrunk to fit with json-c's own lh_table_resize (load under json-c's 0.66, so a lookup still
+ * finds a free slot). Subtrees shared with an earlier version are compact already and only walked. */
 static void compact(json_object *o)
 {
+    if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            compact(json_object_array_get_idx(o, i));
+        return;
+    }
+    if (!json_object_is_type(o, json_type_object))
+        return;
     struct lh_table *t = json_object_get_object(o);
-    int fit = t->count * 3 / 2 + 1;
-    if (t->count == 0 && t->size > 1) {
-        /* the common {}: one empty slot, without lh_table_resize's second table */
-        free(t->table);
-        t->table = fg_calloc(1, sizeof(*t->table));
-        t->table[0].k = LH_EMPTY;
-        t->size = 1;
-    } else if (fit < t->size && lh_table_resize(t, fit) != 0) {
+    int fit = lh_table_length(t) * 3 / 2 + 1;
+    if (fit < t->size && lh_table_resize(t, fit) != 0)
         abort(); /* json-c fails a resize only when allocation fails */
+    json_object_object_foreach(o, key, value) {
+        (void)key;
+        compact(value);
     }
 }
 
@@ -170,7 +173,8 @@ static struct fg__entry *place(struct fg__store *st, const struct fg__type *type
     struct fg__entry *e = fg_calloc(1, sizeof(*e));
     e->key = key;
     e->obj = obj;
-    e->text = fg__text_from_json_visiting(obj, compact);
+    compact(obj);
+    e->text = fg__text_from_json(obj);
     size_t i = fg__store_lower_bound(b, key);
     *old = NULL;
     *old_text = NULL;

@@ -18,7 +18,6 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
-#include "e2e/apiserver/json_read.h"
 
 #define MAX_REQUEST (1u << 20)
 
@@ -84,7 +83,7 @@ static void sleep_until(const struct timespec *since, unsigned delay_ms)
 static bool answer(struct kcw_server *w, SSL *ssl, char *body, const struct timespec *since)
 {
     json_object *doc = NULL;
-    if (fg__json_read(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK) {
+    if (fg_json_parse(body, strlen(body), MAX_REQUEST, &doc, NULL) != FG_OK) {
         free(body);
         return false;
     }
@@ -314,7 +313,7 @@ json_object *kcw_last_review(struct kcw_server *w)
 {
     json_object *doc = NULL;
     pthread_mutex_lock(&w->mu);
-    if (w->last_review && fg__json_read(w->last_review, strlen(w->last_review), MAX_REQUEST, &doc, NULL) != FG_OK)
+    if (w->last_review && fg_json_parse(w->last_review, strlen(w->last_review), MAX_REQUEST, &doc, NULL) != FG_OK)
         doc = NULL;
     pthread_mutex_unlock(&w->mu);
     return doc;

@@ -10,8 +10,7 @@
  * WRONG_KIND answer garbage (a body that is not JSON, another uid, a review of another kind). Every
  * answer leaves delay_ms after its review arrived (reading and parsing it included). It counts the
  * reviews it answered and the connections it accepted, keeps the last review (and its operation and
- * kind), and can be told to drop kept-alive connections when they are used again. It reads reviews
- * with the test API server's JSON reader (json_read.h), which costs it half what json-c's does.
+ * kind), and can be told to drop kept-alive connections when they are used again.
  */
 #ifndef FG_E2E_KUBECTL_WEBHOOK_SERVER_H
 #define FG_E2E_KUBECTL_WEBHOOK_SERVER_H
