@@ -39,10 +39,9 @@ static void reply_text(struct evhttp_request *req, int code, const char *content
 
 void fg__reply_json_as(struct evhttp_request *req, int code, json_object *o, const char *content_type)
 {
-    struct fg_buf b = FG_BUF_INIT;
-    fg__json_write(&b, o);
-    reply_text(req, code, content_type, fg_buf_str(&b), b.len);
-    fg_buf_cleanup(&b);
+    size_t len = 0;
+    const char *s = fg_json_text(o, &len);
+    reply_text(req, code, content_type, s, len);
 }
 
 void fg__reply_text(struct evhttp_request *req, int code, struct fg__text *text)

@@ -133,7 +133,8 @@ void fg__tls_attach(struct fg_apiserver *srv);
 /* http.c */
 void fg__http_on_request(struct evhttp_request *req, void *arg);
 void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req);
-/* Replies with o's JSON (o borrowed). */
+/* Replies with o's JSON (o borrowed), as json-c writes it: its print buffer stays on o until o is
+ * put, so reply this way with objects made for the reply; a stored object goes by its text. */
 void fg__reply_json(struct evhttp_request *req, int code, json_object *o);
 /* Replies with JSON text already serialized (a stored object's), by reference. */
 void fg__reply_text(struct evhttp_request *req, int code, struct fg__text *text);

@@ -127,12 +127,11 @@ static void send_event(struct fg__watcher *w, enum fg__ev_type as, struct fg__te
 static void send_json(struct fg__watcher *w, const char *type, json_object *obj)
 {
     struct evbuffer *scratch = w->srv->scratch;
-    struct fg_buf b = FG_BUF_INIT;
-    fg__json_write(&b, obj);
+    size_t len = 0;
+    const char *s = fg_json_text(obj, &len);
     evbuffer_add_printf(scratch, "{\"type\":\"%s\",\"object\":", type);
-    evbuffer_add(scratch, fg_buf_str(&b), b.len);
+    evbuffer_add(scratch, s, len);
     evbuffer_add(scratch, "}\n", 2);
-    fg_buf_cleanup(&b);
     send_buffer(w, scratch);
 }
 

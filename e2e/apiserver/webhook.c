@@ -95,49 +95,58 @@ static bool hook_applies(struct fg__store *st, json_object *hook, const struct f
     return nse && selector_accepts(ns_selector, nse->obj);
 }
 
-/* Appends raw text; an unlimited buffer cannot refuse it. */
-static void put_raw(struct fg_buf *b, const char *raw, size_t len)
+/* {"group":G,"version":V,<last_key>:last} */
+static json_object *group_version(const struct fg__type *type, const char *last_key, const char *last)
 {
-    if (fg_buf_append(b, raw, len) != FG_OK)
-        abort();
+    json_object *o = json_object_new_object();
+    fg_json_set_str(o, "group", type->group);
+    fg_json_set_str(o, "version", type->version);
+    fg_json_set_str(o, last_key, last);
+    return o;
 }
 
-/* The AdmissionReview text, written around the object's serialization (and the stored text of the old
- * object on an update) rather than built as a tree and serialized whole. */
+/* The AdmissionReview text, written by json-c with the object in it; an update's oldObject is the
+ * stored object's text, put in before the closing braces rather than written again. */
 static char *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
                     json_object *cur, struct fg__text *cur_text, bool dry_run)
 {
-    const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
-    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
-    const struct { const char *raw, *str; } parts[] = {
-        { "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":", uid },
-        { ",\"kind\":{\"group\":", type->group }, { ",\"version\":", type->version }, { ",\"kind\":", type->kind },
-        { "},\"resource\":{\"group\":", type->group }, { ",\"version\":", type->version },
-        { ",\"resource\":", type->plural },
-        { "},\"requestKind\":{\"group\":", type->group }, { ",\"version\":", type->version },
-        { ",\"kind\":", type->kind },
-        { "},\"requestResource\":{\"group\":", type->group }, { ",\"version\":", type->version },
-        { ",\"resource\":", type->plural },
-        { "}", NULL }, { name ? ",\"name\":" : "", name }, { ns ? ",\"namespace\":" : "", ns },
-        { ",\"operation\":", op },
-        { ",\"userInfo\":{\"username\":\"kubernetes-admin\",\"groups\":[\"system:masters\","
-          "\"system:authenticated\"]},\"object\":", NULL },
-    };
-    struct fg_buf b = FG_BUF_INIT;
-    for (size_t i = 0; i < sizeof(parts) / sizeof(*parts); i++) {
-        put_raw(&b, parts[i].raw, strlen(parts[i].raw));
-        if (parts[i].str)
-            fg__json_write_string(&b, parts[i].str, strlen(parts[i].str));
-    }
-    fg__json_write(&b, obj);
-    static const char old_key[] = ",\"oldObject\":";
-    put_raw(&b, old_key, sizeof(old_key) - 1);
+    json_object *req = json_object_new_object(), *user = json_object_new_object(), *groups = json_object_new_array();
+    json_object *kind = group_version(type, "kind", type->kind);
+    json_object *resource = group_version(type, "resource", type->plural);
+    fg_json_set_str(req, "uid", uid);
+    json_object_object_add(req, "kind", kind);
+    json_object_object_add(req, "resource", resource);
+    json_object_object_add(req, "requestKind", json_object_get(kind));
+    json_object_object_add(req, "requestResource", json_object_get(resource));
+    fg_json_set_str(req, "name", fg_json_get_str(obj, "metadata", "name", NULL));
+    fg_json_set_str(req, "namespace", fg_json_get_str(obj, "metadata", "namespace", NULL));
+    fg_json_set_str(req, "operation", op);
+    fg_json_set_str(user, "username", "kubernetes-admin");
+    json_object_array_add(groups, json_object_new_string("system:masters"));
+    json_object_array_add(groups, json_object_new_string("system:authenticated"));
+    json_object_object_add(user, "groups", groups);
+    json_object_object_add(req, "userInfo", user);
+    json_object_object_add(req, "object", json_object_get(obj));
+    json_object_object_add(req, "dryRun", json_object_new_boolean(dry_run));
     if (cur && !cur_text)
-        fg__json_write(&b, cur);
-    else
-        put_raw(&b, cur_text ? cur_text->data : "null", cur_text ? cur_text->len : 4);
-    const char *tail = dry_run ? ",\"dryRun\":true}}" : ",\"dryRun\":false}}";
-    put_raw(&b, tail, strlen(tail));
+        json_object_object_add(req, "oldObject", json_object_get(cur));
+    json_object *doc = json_object_new_object();
+    fg_json_set_str(doc, "apiVersion", "admission.k8s.io/v1");
+    fg_json_set_str(doc, "kind", "AdmissionReview");
+    json_object_object_add(doc, "request", req);
+    size_t len = 0;
+    const char *text = fg_json_text(doc, &len);
+    struct fg_buf b = FG_BUF_INIT;
+    if (cur && !cur_text) {
+        fg_buf_put(&b, text, len);
+    } else { /* text ends with the "}}" of request and review */
+        static const char old_key[] = ",\"oldObject\":";
+        fg_buf_put(&b, text, len - 2);
+        fg_buf_put(&b, old_key, sizeof(old_key) - 1);
+        fg_buf_put(&b, cur_text ? cur_text->data : "null", cur_text ? cur_text->len : 4);
+        fg_buf_put(&b, "}}", 2);
+    }
+    json_object_put(doc);
     return fg_buf_take(&b);
 }
 
