@@ -18,6 +18,9 @@ void fg__store_init(struct fg__store *st, struct fg__registry *reg, size_t histo
     st->reg = reg;
     st->cap = history ? history : DEFAULT_HISTORY;
     st->ring = fg_calloc(st->cap, sizeof(*st->ring));
+    st->empty = json_object_new_object();
+    if (!st->empty || lh_table_resize(json_object_get_object(st->empty), 1) != 0)
+        abort(); /* json-c fails these only when allocation fails */
 }
 
 static void entry_free(struct fg__entry *e)
@@ -54,6 +57,7 @@ void fg__store_cleanup(struct fg__store *st)
         free(st->buckets[b].v);
     }
     free(st->buckets);
+    json_object_put(st->empty);
     memset(st, 0, sizeof(*st));
 }
 
@@ -140,15 +144,27 @@ static void record(struct fg__store *st, const struct fg__type *type, enum fg__e
         st->on_event(st->on_event_ud, ev, obj, old);
 }
 
+/* Is v an empty object that is not the store's shared {}? */
+static bool lone_empty(const struct fg__store *st, json_object *v)
+{
+    return v != st->empty && json_object_is_type(v, json_type_object) && !json_object_object_length(v);
+}
+
 /* json-c gives every object a hash table of 16 slots (640 bytes), each {} of managedFields included:
  * a 3.7 KB pod parses into 128 KB. A stored object never changes again, so each of its tables is
  * shrunk to fit with json-c's own lh_table_resize (load under json-c's 0.66, so a lookup still
- * finds a free slot). Subtrees shared with an earlier version are compact already and only walked. */
-static void compact(json_object *o)
+ * finds a free slot), and each empty object is replaced by the store's one shared {}: the pod then
+ * takes about 38 KB. Subtrees shared with an earlier version are compact already and only walked. */
+static void shrink(struct fg__store *st, json_object *o)
 {
     if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++)
-            compact(json_object_array_get_idx(o, i));
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            json_object *v = json_object_array_get_idx(o, i);
+            if (lone_empty(st, v))
+                json_object_array_put_idx(o, i, json_object_get(st->empty));
+            else
+                shrink(st, v);
+        }
         return;
     }
     if (!json_object_is_type(o, json_type_object))
@@ -158,8 +174,10 @@ static void compact(json_object *o)
     if (fit < t->size && lh_table_resize(t, fit) != 0)
         abort(); /* json-c fails a resize only when allocation fails */
     json_object_object_foreach(o, key, value) {
-        (void)key;
-        compact(value);
+        if (lone_empty(st, value))
+            json_object_object_add(o, key, json_object_get(st->empty)); /* in place: the walk goes on */
+        else
+            shrink(st, value);
     }
 }
 
@@ -173,7 +191,7 @@ static struct fg__entry *place(struct fg__store *st, const struct fg__type *type
     struct fg__entry *e = fg_calloc(1, sizeof(*e));
     e->key = key;
     e->obj = obj;
-    compact(obj);
+    shrink(st, obj);
     e->text = fg__text_from_json(obj);
     size_t i = fg__store_lower_bound(b, key);
     *old = NULL;

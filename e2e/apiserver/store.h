@@ -67,6 +67,7 @@ struct fg__store {
     void *on_event_ud;
     struct fg__admission *admission; /* the webhook calls of the write being run (admit.h), or NULL */
     bool dry_run;                     /* the write being run (dryRun=All) only says what it would store */
+    json_object *empty;               /* the one {} of every stored object's empty objects, never changed */
 };
 
 void fg__store_init(struct fg__store *st, struct fg__registry *reg, size_t history);

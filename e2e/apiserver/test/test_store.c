@@ -1,5 +1,6 @@
 /* The store keeps what it is given compact: every hash table of a stored object sized to its members
- * (json-c's tokener gives each object 16 slots), the object unchanged, its text json-c's. */
+ * (json-c's tokener gives each object 16 slots), every empty object one shared {}, the object
+ * otherwise unchanged, its text json-c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,13 @@ static void stored_objects_fit(void **state)
     assert_int_equal(fg_json_parse(e->text->data, e->text->len, 0, &want, NULL), FG_OK);
     assert_true(json_object_equal(want, e->obj));
     assert_string_equal(fg_json_get_str(e->obj, "metadata", "labels", "g", NULL), "7");
+    json_object *resources = fg_json_get(json_object_array_get_idx(fg_json_get(e->obj, "spec", "containers", NULL), 0),
+                                         "resources", NULL);
+    json_object *labels = fg_json_get(json_object_array_get_idx(fg_json_get(e->obj, "metadata", "managedFields", NULL),
+                                                                0), "fieldsV1", "f:metadata", "f:labels", NULL);
+    assert_ptr_equal(resources, fg_json_get(labels, ".", NULL));
+    assert_ptr_equal(resources, fg_json_get(labels, "f:a", NULL));
+    assert_int_equal(json_object_object_length(resources), 0);
     assert_non_null(fg_json_get(e->obj, "metadata", "managedFields", NULL));
     assert_string_equal(fg_json_get_str(e->obj, "metadata", "resourceVersion", NULL), "1");
     json_object_put(want);
