@@ -14,10 +14,11 @@
  * 10) refuses the write with 500 under failurePolicy Fail (the default) and is skipped under Ignore.
  *
  * Calls do not block the loop: each goes out through the server's asynchronous client
- * (hook_client.h) and the write waiting for it is suspended and run again from the start when it
- * ends, the webhooks already called answering from their recorded replies (struct fg__admission in
- * admit.h). A run again recomputes what the write generates (uid, creationTimestamp, a generateName
- * suffix), so those may differ from what the webhook saw. Writes made by the server itself (binding,
+ * (hook_client.h) and the write waiting for it is suspended; when the call ends the write goes on
+ * from the object the webhook was given (fg__admission_resume), so what the write generated (uid,
+ * creationTimestamp, a generateName suffix) is what the webhook saw; an update whose stored object
+ * changed meanwhile runs again from the start, the webhooks already called answering from their
+ * recorded replies (struct fg__admission in admit.h). Writes made by the server itself (binding,
  * eviction, seeding namespaces) call no webhooks, as kube-apiserver's rules on `pods` do not match the
  * pods/binding and pods/eviction subresources.
  */
