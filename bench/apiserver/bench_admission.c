@@ -25,6 +25,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "bench/apiserver/bench_http.h"
+#include "bench/args.h"
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/kubectl/test/webhook_server.h"
 
@@ -167,9 +168,12 @@ static int serve(int out)
 
 int main(int argc, char **argv)
 {
-    double seconds = argc > 1 ? atof(argv[1]) : 3.0;
-    int clients = argc > 2 ? atoi(argv[2]) : 8;
-    unsigned delay_ms = argc > 3 ? (unsigned)atoi(argv[3]) : 1;
+    static const char usage[] = "[SECONDS (0.1..600, default 3) [CLIENTS (1..256, default 8) "
+                                "[WEBHOOK_DELAY_MS (0..10000, default 1)]]]";
+    bench_args_check(argc, argv, 3, usage);
+    double seconds = bench_arg_double(argc, argv, 1, 3.0, 0.1, 600, usage);
+    int clients = (int)bench_arg_long(argc, argv, 2, 8, 1, 256, usage);
+    unsigned delay_ms = (unsigned)bench_arg_long(argc, argv, 3, 1, 0, 10000, usage);
     fg_log_set_level(FG_LOG_WARN);
     int pipefd[2];
     if (pipe(pipefd))

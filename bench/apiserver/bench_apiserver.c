@@ -27,6 +27,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "bench/args.h"
 #include "e2e/apiserver/apiserver.h"
 #include "bench/apiserver/bench_http.h"
 
@@ -142,8 +143,10 @@ static void *write_loop(void *arg)
 
 int main(int argc, char **argv)
 {
-    double get_seconds = argc > 1 ? atof(argv[1]) : 3.0;
-    long events = argc > 2 ? atol(argv[2]) : 20000;
+    static const char usage[] = "[GET_SECONDS (0.1..600, default 3) [WATCH_EVENTS (1..10000000, default 20000)]]";
+    bench_args_check(argc, argv, 2, usage);
+    double get_seconds = bench_arg_double(argc, argv, 1, 3.0, 0.1, 600, usage);
+    long events = bench_arg_long(argc, argv, 2, 20000, 1, 10000000, usage);
     fg_log_set_level(FG_LOG_WARN);
     struct fg_apiserver_opts opts = { 0 };
     struct fg_apiserver *srv = NULL;

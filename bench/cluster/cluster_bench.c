@@ -30,6 +30,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "bench/apiserver/bench_http.h"
+#include "bench/args.h"
 #include "e2e/cluster/pidfile.h"
 #include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
@@ -38,6 +39,7 @@
 #define WRITERS 4
 #define WATCHERS 10
 #define MAX_PROCS 16
+#define NODE_PODS 110            /* pods a node takes */
 
 /* ---- CPU per process ---- */
 
@@ -302,8 +304,12 @@ static void phase_watch(int supervisor, long pods, long events)
 
 int main(int argc, char **argv)
 {
-    long nodes = argc > 1 ? atol(argv[1]) : 1000, pods = argc > 2 ? atol(argv[2]) : 5000;
-    long events = argc > 3 ? atol(argv[3]) : 20000;
+    static const char usage[] = "[NODES (1..5000, default 1000) [PODS (1..110 a node, default 5000) "
+                                "[EVENTS (1..10000000, default 20000)]]]";
+    bench_args_check(argc, argv, 3, usage);
+    long nodes = bench_arg_long(argc, argv, 1, 1000, 1, 5000, usage);
+    long pods = bench_arg_long(argc, argv, 2, 5000, 1, nodes * NODE_PODS, usage);
+    long events = bench_arg_long(argc, argv, 3, 20000, 1, 10000000, usage);
     fg_log_set_level(FG_LOG_WARN);
     char self[4096] = "", bin[4200];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -316,8 +322,8 @@ int main(int argc, char **argv)
     char config[] = "/tmp/fg-bench-cluster-XXXXXX";
     int cfd = mkstemp(config);
     dprintf(cfd, "nodeGroups:\n  - name: node\n    maxSize: %ld\n    initialSize: %ld\n"
-                 "    capacity: {cpu: \"16\", memory: 64Gi, pods: 110}\nautoscaler: {enabled: false}\n",
-            nodes, nodes);
+                 "    capacity: {cpu: \"16\", memory: 64Gi, pods: %d}\nautoscaler: {enabled: false}\n",
+            nodes, nodes, NODE_PODS);
     close(cfd);
     struct fg_simcluster sim;
     char msg[FG_ERRMSG_MAX] = "";

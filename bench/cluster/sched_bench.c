@@ -29,6 +29,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "bench/args.h"
 #include "e2e/cluster/sim.h"
 #include "e2e/tests/harness.h"
 #include "operator/kube/resource.h"
@@ -140,8 +141,10 @@ static long pending(struct fg_harness *h)
 
 int main(int argc, char **argv)
 {
-    unsigned pods = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 10000;
-    unsigned latency_ms = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 0;
+    static const char usage[] = "[PODS (1..100000, default 10000) [LATENCY_MS (0..1000, default 0)]]";
+    bench_args_check(argc, argv, 2, usage);
+    unsigned pods = (unsigned)bench_arg_long(argc, argv, 1, 10000, 1, 100000, usage);
+    unsigned latency_ms = (unsigned)bench_arg_long(argc, argv, 2, 0, 0, 1000, usage);
     fg_log_set_level(FG_LOG_ERROR);
     char errmsg[FG_ERRMSG_MAX] = "";
     struct fg_harness h;

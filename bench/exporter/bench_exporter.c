@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "bench/args.h"
 #include "e2e/tests/harness.h"
 #include "fake_state.h"
 
@@ -106,12 +107,11 @@ static double metric(const char *text, const char *name)
 
 int main(int argc, char **argv)
 {
-    int gpus = argc > 1 ? atoi(argv[1]) : 8, procs = argc > 2 ? atoi(argv[2]) : 64;
-    int scrapes = argc > 3 ? atoi(argv[3]) : 1000;
-    if (gpus < 1 || gpus > 16 || procs < 1 || procs > 1024 || scrapes < 1) {
-        fprintf(stderr, "usage: fg_bench_exporter [GPUS(1-16) [PROCS(1-1024) [SCRAPES]]]\n");
-        return 2;
-    }
+    static const char usage[] = "[GPUS (1..16, default 8) [PROCS (1..1024, default 64) [SCRAPES (1..1000000, default 1000)]]]";
+    bench_args_check(argc, argv, 3, usage);
+    int gpus = (int)bench_arg_long(argc, argv, 1, 8, 1, 16, usage);
+    int procs = (int)bench_arg_long(argc, argv, 2, 64, 1, 1024, usage);
+    int scrapes = (int)bench_arg_long(argc, argv, 3, 1000, 1, 1000000, usage);
     fg_log_set_level(FG_LOG_WARN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char dir[64], msg[FG_ERRMSG_MAX] = "";

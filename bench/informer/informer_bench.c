@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "bench/args.h"
 #include "operator/cache/fake_listwatch.h"
 #include "operator/cache/fake_pods.h"
 #include "operator/cache/informer.h"
@@ -196,11 +197,9 @@ static int run_mode(const char *mode, bool pod_fields, bool decode_only, bool cu
 
 int main(int argc, char **argv)
 {
-    unsigned n = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 10000;
-    if (n == 0 || n > 1000000) {
-        fprintf(stderr, "usage: %s [pods (1..1000000)]\n", argv[0]);
-        return 2;
-    }
+    static const char usage[] = "[PODS (1..1000000, default 10000)]";
+    bench_args_check(argc, argv, 1, usage);
+    unsigned n = (unsigned)bench_arg_long(argc, argv, 1, 10000, 1, 1000000, usage);
     fg_log_set_level(FG_LOG_WARN);
     static const struct {
         const char *name;

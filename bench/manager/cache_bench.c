@@ -27,6 +27,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "bench/args.h"
 #include "e2e/tests/harness.h"
 #include "operator/cache/fake_pods.h"
 #include "operator/cache/transform.h"
@@ -160,11 +161,9 @@ int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "--child"))
         return child(argv[2], atoi(argv[3]), !strcmp(argv[4], "typed"));
-    unsigned n = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 10000;
-    if (n == 0 || n > 200000) {
-        fprintf(stderr, "usage: %s [PODS (1..200000)]\n", argv[0]);
-        return 2;
-    }
+    static const char usage[] = "[PODS (1..200000, default 10000)]";
+    bench_args_check(argc, argv, 1, usage);
+    unsigned n = (unsigned)bench_arg_long(argc, argv, 1, 10000, 1, 200000, usage);
     fg_log_set_level(FG_LOG_WARN);
     struct fg_harness h;
     char msg[FG_ERRMSG_MAX] = "";

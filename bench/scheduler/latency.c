@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "bench/args.h"
 #include "scheduler/core/rng.h"
 #include "scheduler/plugins/plugins.h"
 #include "scheduler/policies/policy.h"
@@ -98,12 +99,11 @@ out:
 
 int main(int argc, char **argv)
 {
+    static const char usage[] = "[PODS.csv [DECISIONS (100..10000000, default 2000) [POLICY [GPUS]]]]";
+    bench_args_check(argc, argv, 4, usage);
     const char *pods = argc > 1 ? argv[1] : "build/data/alibaba-gpu-v2023/openb_pod_list_default.csv";
-    int decisions = argc > 2 ? atoi(argv[2]) : 2000;
-    if (decisions < 100) {
-        fprintf(stderr, "usage: %s [PODS.csv] [decisions >= 100] [policy] [GPUs]\n", argv[0]);
-        return 2;
-    }
+    int decisions = (int)bench_arg_long(argc, argv, 2, 2000, 100, 10000000, usage);
+    long only_gpus = bench_arg_long(argc, argv, 4, 0, 1, 1000000, usage);
     struct fg_sched_trace t;
     fg_sched_trace_init(&t);
     char errmsg[FG_ERRMSG_MAX];
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     int rc = 0;
     for (size_t s = 0; s < 3 && !rc; s++)
         for (size_t p = 0; p < 3 && !rc; p++)
-            if ((argc <= 3 || !strcmp(argv[3], policies[p])) && (argc <= 4 || atoi(argv[4]) == sizes[s]))
+            if ((argc <= 3 || !strcmp(argv[3], policies[p])) && (argc <= 4 || only_gpus == sizes[s]))
                 rc = run(&t, policies[p], sizes[s], decisions);
     fg_sched_trace_cleanup(&t);
     return rc ? 1 : 0;
