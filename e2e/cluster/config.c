@@ -309,9 +309,10 @@ static enum fg_err apply(struct fg_sim_config *cfg, json_object *doc, char *errm
          (err = read_duration(v, "scaleDownDelayAfterAdd", "autoscaler",
                               &cfg->autoscale.scale_down_delay_after_add_ns, errmsg))))
         return err;
-    if (cfg->kubelet.lease_ns == 0 || cfg->kubelet.status_ns == 0 || cfg->autoscale.scan_ns == 0)
-        return fg_errmsg(errmsg, FG_E_PARSE, "kubelet.leaseInterval, kubelet.statusInterval and "
-                                             "autoscaler.scanInterval must be positive");
+    if (cfg->kubelet.lease_ns == 0 || cfg->kubelet.status_ns == 0 || cfg->kubelet.crash_backoff_ns == 0 ||
+        cfg->autoscale.scan_ns == 0)
+        return fg_errmsg(errmsg, FG_E_PARSE, "kubelet.leaseInterval, kubelet.statusInterval, "
+                                             "kubelet.crashLoopBackoff and autoscaler.scanInterval must be positive");
     if ((v = fg_json_get(doc, "fracgpuImages", NULL)) && (err = read_images(cfg, v, errmsg)))
         return err;
     if ((err = read_string(doc, "fracgpuBinary", "config", cfg->fracgpu_binary, sizeof cfg->fracgpu_binary, errmsg)))

@@ -105,6 +105,9 @@ struct fg_sim_pod {
     char dir[2048];               /* <node root>/pods/<namespace>_<name>_<uid> */
     struct fg_resources requests;
     bool admitted, rejected, started, killing;
+    bool reject_written;          /* the rejection (Failed, reason, message) is in its status */
+    char reject_reason[FG_RESOURCE_NAME_MAX + 8];   /* OutOfcpu, NodeAffinity, ... */
+    char reject_message[512];
     uint64_t start_at_ns;         /* containers start then (the configured pod start delay) */
     uint64_t kill_deadline_ns;    /* SIGKILL after this while killing */
     int64_t start_ms;
@@ -147,15 +150,14 @@ void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip);
 struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key);
 /* Reaps exited processes and enqueues their pods. Ticker thread, mu not held. */
 void fg_sim_pods_tick(struct fg_sim_kubelets *k);
-/* SIGKILLs the processes of the pods of node (every pod when node is NULL) and detaches them from
- * it; their next reconcile forgets them. mu held. */
+/* SIGKILLs the processes of the pods of node and detaches them from it; their next reconcile
+ * forgets them. mu held. */
 void fg_sim_pods_kill_all(struct fg_sim_kubelets *k, struct fg_sim_node *node);
 
 /* kubelet_admit.c */
-/* NULL when node admits pod (its requests, one pod included, go to *requests); else kube's reason,
- * and the message in message. mu held. */
-const char *fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_resources *requests, char *message,
-                             size_t size);
+/* Whether node admits p's pod (its requests, one pod included, go to p->requests); if not, kube's
+ * reason and message go to p->reject_reason and p->reject_message. mu held. */
+bool fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_sim_pod *p);
 /* Takes over a pod a previous run of the kubelets admitted, from its status and pid files. mu held. */
 void fg_sim_pod_adopt(struct fg_sim_pod *p, json_object *pod);
 
@@ -189,10 +191,11 @@ json_object *fg_sim_pod_status(const struct fg_sim_pod *p, json_object *pod, con
                                bool ready);
 
 /* kubelet_proc.c */
-/* Starts container c of pod (JSON) as a real process; FG_OK, or an error with the reason in errmsg
- * (the container then waits with reason CreateContainerError). */
-enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, size_t c,
-                              char *errmsg) FG_MUST_USE;
+/* Starts container c of pod (JSON) as a real process on node (a copy taken under mu: this runs
+ * without it), its pid in *pid and its pid file written; FG_OK, or an error with the reason in
+ * errmsg (the container then waits with reason CreateContainerError). */
+enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, const struct fg_sim_pod *p, const struct fg_sim_node *node,
+                              json_object *pod, size_t c, pid_t *pid, char *errmsg) FG_MUST_USE;
 /* Signals the container's process group; true when it was running. */
 bool fg_sim_proc_signal(struct fg_sim_container *c, int sig);
 /* The pid file of container c of pod p (a path of PATH_MAX bytes). */

@@ -32,9 +32,10 @@ static json_object *admission_node(const struct fg_sim_node *node)
     return n;
 }
 
-/* NULL when pod fits node next to the pods admitted there; else the reason, and why in message. */
+/* NULL when pod fits node next to the pods admitted there; else the reason (in reason when it is
+ * made for the resource short), and why in message. */
 static const char *admit(struct fg_sim_node *node, json_object *node_json, json_object *pod,
-                         struct fg_resources *requests, char *message, size_t size)
+                         struct fg_resources *requests, char *reason, size_t reason_size, char *message, size_t size)
 {
     char why[FG_ERRMSG_MAX];
     if (fg_pod_requests(pod, requests, why) != FG_OK) {
@@ -60,8 +61,7 @@ static const char *admit(struct fg_sim_node *node, json_object *node_json, json_
         int64_t have = fg_resources_get(used, r->name), cap = fg_resources_get(&node->group->capacity, r->name);
         if (r->milli <= 0 || have + r->milli <= cap)
             continue;
-        static char reason[FG_RESOURCE_NAME_MAX + 8];
-        snprintf(reason, sizeof reason, "Out%s", r->name);
+        snprintf(reason, reason_size, "OutOf%s", r->name);
         bool milli = !strcmp(r->name, "cpu");
         snprintf(message, size, "Pod was rejected: Node didn't have enough resource: %s, requested: %lld, used: %lld, "
                  "capacity: %lld", r->name, (long long)(milli ? r->milli : fg_quantity_units(r->milli)),
@@ -71,13 +71,15 @@ static const char *admit(struct fg_sim_node *node, json_object *node_json, json_
     return NULL;
 }
 
-const char *fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_resources *requests, char *message,
-                             size_t size)
+bool fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_sim_pod *p)
 {
     json_object *node_json = admission_node(node);
-    const char *reason = admit(node, node_json, pod, requests, message, size);
+    const char *reason = admit(node, node_json, pod, &p->requests, p->reject_reason, sizeof p->reject_reason,
+                               p->reject_message, sizeof p->reject_message);
     json_object_put(node_json);
-    return reason;
+    if (reason && reason != p->reject_reason)
+        snprintf(p->reject_reason, sizeof p->reject_reason, "%s", reason);
+    return !reason;
 }
 
 /* Takes over a pod a previous run of this kubelet admitted: its address, start time and containers

@@ -23,6 +23,7 @@
 
 #define COMPONENT "kubelet"
 #define BACKOFF_MAX_NS (300 * FG_NS_PER_S)
+#define BACKOFF_RESET_NS (600 * FG_NS_PER_S)   /* twice the longest delay, as the kubelet's */
 
 static int64_t annotation_int(json_object *pod, const char *name, int64_t dflt)
 {
@@ -74,9 +75,17 @@ static void start_container(struct fg_sim_kubelets *k, struct fg_sim_pod *p, jso
     c->run_until_ns = 0;
     if (c->real) {
         char why[FG_ERRMSG_MAX] = "";
+        struct fg_sim_node node = *p->node;   /* the ticker may retire the node meanwhile */
+        pid_t pid = 0;
         pthread_mutex_unlock(&k->mu);   /* spawning reads ConfigMaps and Secrets from the API */
-        enum fg_err err = fg_sim_proc_start(k, p, pod, i, why);
+        enum fg_err err = fg_sim_proc_start(k, p, &node, pod, i, &pid, why);
         pthread_mutex_lock(&k->mu);
+        if (!err) {
+            c->pid = pid;
+            c->child = true;
+        }
+        if (!err && !p->node)
+            fg_sim_proc_signal(c, SIGKILL);   /* its node went while it started: it goes too */
         if (err) {
             c->state = CONTAINER_WAITING;
             c->waiting_reason = "CreateContainerError";
@@ -103,11 +112,12 @@ static void start_container(struct fg_sim_kubelets *k, struct fg_sim_pod *p, jso
     c->next_liveness_ns = now + (uint64_t)delay * FG_NS_PER_S;
 }
 
-/* Records that c ended with exit_code; schedules its restart when the policy wants one. */
-static void container_ended(struct fg_sim_pod *p, json_object *pod, struct fg_sim_container *c, int exit_code,
+/* Records that c ended with exit_code; schedules its restart when the policy wants one: an init
+ * container runs again only after a failure (unless restartPolicy is Never), any other as
+ * restartPolicy says. */
+static void container_ended(struct fg_sim_kubelets *k, json_object *pod, struct fg_sim_container *c, int exit_code,
                             uint64_t now)
 {
-    (void)p;
     c->state = CONTAINER_TERMINATED;
     c->exit_code = exit_code;
     c->finished_ms = fg_clock_wall_ms();
@@ -115,8 +125,8 @@ static void container_ended(struct fg_sim_pod *p, json_object *pod, struct fg_si
     c->ready = false;
     c->pid = 0;
     const char *policy = restart_policy(pod);
-    bool restart = !strcmp(policy, "Always") || (!strcmp(policy, "OnFailure") && exit_code != 0) ||
-                   (c->init && exit_code != 0 && strcmp(policy, "Never"));
+    bool restart = c->init ? exit_code != 0 && strcmp(policy, "Never")
+                           : !strcmp(policy, "Always") || (!strcmp(policy, "OnFailure") && exit_code != 0);
     if (!restart)
         return;
     c->had_last = true;
@@ -127,8 +137,8 @@ static void container_ended(struct fg_sim_pod *p, json_object *pod, struct fg_si
     c->restarts++;
     c->state = CONTAINER_WAITING;
     c->waiting_reason = "CrashLoopBackOff";
-    if ((uint64_t)(c->finished_ms - c->started_ms) * FG_NS_PER_MS > 10 * 60 * FG_NS_PER_S)
-        c->backoff_ns = c->backoff_ns ? c->backoff_ns : FG_NS_PER_S;   /* ran long enough: backoff starts over */
+    if ((uint64_t)(c->finished_ms - c->started_ms) * FG_NS_PER_MS > BACKOFF_RESET_NS)
+        c->backoff_ns = k->cfg->kubelet.crash_backoff_ns;   /* it ran long enough: the backoff starts over */
     c->restart_at_ns = now + c->backoff_ns;
     c->backoff_ns = c->backoff_ns * 2 < BACKOFF_MAX_NS ? c->backoff_ns * 2 : BACKOFF_MAX_NS;
 }
@@ -149,9 +159,9 @@ static void step_container(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json
     if (c->state == CONTAINER_WAITING && now >= c->restart_at_ns)
         start_container(k, p, pod, i, now);
     if (c->state == CONTAINER_RUNNING && c->real && c->exited)
-        container_ended(p, pod, c, c->exit_code, now);
+        container_ended(k, pod, c, c->exit_code, now);
     else if (c->state == CONTAINER_RUNNING && !c->real && c->run_until_ns && now >= c->run_until_ns)
-        container_ended(p, pod, c, (int)annotation_int(pod, FG_SIM_ANN_EXIT_CODE, 0), now);
+        container_ended(k, pod, c, (int)annotation_int(pod, FG_SIM_ANN_EXIT_CODE, 0), now);
     fg_sim_note_next(next, c->state == CONTAINER_WAITING ? c->restart_at_ns
                     : c->state == CONTAINER_RUNNING ? c->run_until_ns
                                                     : 0);

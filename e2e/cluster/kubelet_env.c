@@ -57,7 +57,7 @@ char *fg_sim_spawn_expand(struct fg_sim_spawn *s, const char *in)
     return fg_sim_expand(in, lookup, s);
 }
 
-const char *fg_sim_pod_field(json_object *pod, const char *path, struct fg_sim_pod *p)
+const char *fg_sim_pod_field(json_object *pod, const char *path, const struct fg_sim_spawn *s)
 {
     char key[256];
     if (sscanf(path, "metadata.labels['%255[^']']", key) == 1)
@@ -65,9 +65,9 @@ const char *fg_sim_pod_field(json_object *pod, const char *path, struct fg_sim_p
     if (sscanf(path, "metadata.annotations['%255[^']']", key) == 1)
         return fg_json_get_str(pod, "metadata", "annotations", key, NULL);
     if (!strcmp(path, "status.podIP"))
-        return p->ip;
+        return s->p->ip;
     if (!strcmp(path, "status.hostIP"))
-        return p->node ? p->node->ip : NULL;
+        return s->node->ip;
     if (!strcmp(path, "spec.serviceAccountName")) {
         const char *sa = fg_json_get_str(pod, "spec", "serviceAccountName", NULL);
         return sa ? sa : "default";
@@ -118,8 +118,7 @@ json_object *fg_sim_read_data(struct fg_sim_kubelets *k, bool secret, const char
     return out;
 }
 
-enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, json_object *spec,
-                             struct fg_sim_spawn *s)
+enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, json_object *pod, json_object *spec, struct fg_sim_spawn *s)
 {
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
     env_set(s, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -160,7 +159,7 @@ enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, struct fg_sim_pod *p, js
         const char *res = fg_json_get_str(vf, "resourceFieldRef", "resource", NULL);
         json_object *cm = fg_json_get(vf, "configMapKeyRef", NULL), *sec = fg_json_get(vf, "secretKeyRef", NULL);
         if (fp) {
-            const char *v = fg_sim_pod_field(pod, fp, p);
+            const char *v = fg_sim_pod_field(pod, fp, s);
             env_set(s, name, v ? v : "");
         } else if (res) {
             const char *dot = strchr(res, '.');
@@ -194,21 +193,21 @@ enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, struct fg_sim_pod *p, js
     env_set(s, "KUBERNETES_SERVICE_HOST", host);
     env_set(s, "KUBERNETES_SERVICE_PORT", port);
     char kubeconfig[PATH_MAX + 16];
-    snprintf(kubeconfig, sizeof kubeconfig, "%s/kubeconfig", p->dir);
+    snprintf(kubeconfig, sizeof kubeconfig, "%s/kubeconfig", s->p->dir);
     env_set(s, "KUBECONFIG", kubeconfig);
     const char *devices = env_get(s, "NVIDIA_VISIBLE_DEVICES");
     if (devices && *devices && strcmp(devices, "void") && strcmp(devices, "none") &&
-        fg_resources_get(&p->node->group->capacity, "nvidia.com/gpu") > 0) {
+        fg_resources_get(&s->node->group->capacity, "nvidia.com/gpu") > 0) {
         char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/usr/lib/nvidia", p->node->root);
+        snprintf(path, sizeof path, "%s/usr/lib/nvidia", s->node->root);
         env_set(s, "LD_LIBRARY_PATH", path);
-        snprintf(path, sizeof path, "%s/nvml/state.json", p->node->root);
+        snprintf(path, sizeof path, "%s/nvml/state.json", s->node->root);
         env_set(s, "FG_FAKE_NVML_STATE", path);
     }
     char preload[PATH_MAX + 32];
     snprintf(preload, sizeof preload, "%s/libfg_sim_podnet.so", k->lib_dir);
     env_set(s, "LD_PRELOAD", preload);
-    env_set(s, "FG_SIM_POD_IP", p->ip);
+    env_set(s, "FG_SIM_POD_IP", s->p->ip);
     static const char *const passed[] = { "UBSAN_OPTIONS", "LSAN_OPTIONS" };
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
         if (getenv(passed[i]))

@@ -165,18 +165,16 @@ static struct fg_sim_pod *pod_new(struct fg_sim_kubelets *k, const char *key, js
 }
 
 /* Takes pod on as p: adopted when a previous run of the kubelets admitted it, else admitted, or
- * rejected (p->rejected, the reason and message in the out-parameters). mu held. */
+ * rejected (p->rejected, with its reason and message). mu held. */
 static struct fg_sim_pod *take_on(struct fg_sim_kubelets *k, const char *key, json_object *pod, struct fg_sim_node *node,
-                                  uint64_t now, const char **reason, char *message, size_t size)
+                                  uint64_t now)
 {
     struct fg_sim_pod *p = pod_new(k, key, pod, node);
-    *reason = NULL;
     if (fg_json_get_str(pod, "status", "podIP", NULL) && fg_json_get(pod, "status", "containerStatuses", NULL)) {
         fg_sim_pod_adopt(p, pod);
         return p;
     }
-    *reason = fg_sim_pod_admit(node, pod, &p->requests, message, size);
-    if (*reason) {
+    if (!fg_sim_pod_admit(node, pod, p)) {
         p->rejected = true;
         return p;
     }
@@ -293,19 +291,26 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
         pod_forget(k, p);   /* deleted, replaced by a pod of the same name, or its node went */
         p = NULL;
     }
-    /* not ours, finished before this kubelet met it, or refused already */
-    bool idle = !pod || !node || !node->registered || node->gone || (!p && fg_sim_pod_finished(pod)) ||
-                (p && p->rejected);
-    const char *reason = NULL;
-    char message[512];
+    /* not ours, or finished before this kubelet met it */
+    bool idle = !pod || !node || !node->registered || node->gone || (!p && fg_sim_pod_finished(pod));
     if (!idle && !p)
-        p = take_on(k, key, pod, node, now, &reason, message, sizeof message);
-    if (idle || reason) {
+        p = take_on(k, key, pod, node, now);
+    if (idle || (p->rejected && p->reject_written && !fg_sim_pod_terminating(pod))) {
         pthread_mutex_unlock(&k->mu);
-        if (reason)
-            res = fg_reconcile_error(reject(k, key, pod, node_name, reason, message));
         json_object_put(pod);
         return res;
+    }
+    if (p->rejected && !p->reject_written) {   /* refused: said once, and again until it is written */
+        char reason[sizeof p->reject_reason], message[sizeof p->reject_message];
+        memcpy(reason, p->reject_reason, sizeof reason);
+        memcpy(message, p->reject_message, sizeof message);
+        pthread_mutex_unlock(&k->mu);
+        enum fg_err err = reject(k, key, pod, node_name, reason, message);
+        pthread_mutex_lock(&k->mu);
+        p->reject_written = err == FG_OK;
+        pthread_mutex_unlock(&k->mu);
+        json_object_put(pod);
+        return err ? fg_reconcile_error(err) : res;
     }
     if (fg_sim_pod_terminating(pod)) {
         bool alive = stopping(p, pod, now);

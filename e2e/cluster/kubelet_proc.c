@@ -83,7 +83,7 @@ static enum fg_err build_argv(struct fg_sim_kubelets *k, json_object *spec, stru
     return FG_OK;
 }
 
-static enum fg_err write_kubeconfig(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, char *errmsg)
+static enum fg_err write_kubeconfig(struct fg_sim_kubelets *k, const struct fg_sim_pod *p, json_object *pod, char *errmsg)
 {
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
     const char *sa = fg_json_get_str(pod, "spec", "serviceAccountName", NULL);
@@ -124,16 +124,17 @@ static enum fg_err write_kubeconfig(struct fg_sim_kubelets *k, struct fg_sim_pod
     return rc ? fg_errmsg(errmsg, FG_E_IO, "cannot write %s", path) : FG_OK;
 }
 
-enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, size_t i, char *errmsg)
+enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, const struct fg_sim_pod *p, const struct fg_sim_node *node,
+                              json_object *pod, size_t i, pid_t *out, char *errmsg)
 {
-    struct fg_sim_container *c = &p->containers[i];
+    const struct fg_sim_container *c = &p->containers[i];
     json_object *spec = i < p->ninit ? json_object_array_get_idx(fg_json_get(pod, "spec", "initContainers", NULL), i)
                                      : json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), i - p->ninit);
-    struct fg_sim_spawn s = { .errmsg = errmsg };
+    struct fg_sim_spawn s = { .p = p, .node = node, .errmsg = errmsg };
     enum fg_err err;
     fg_sim_mkdir_p(p->dir);
-    if ((err = write_kubeconfig(k, p, pod, errmsg)) || (err = fg_sim_spawn_env(k, p, pod, spec, &s)) ||
-        (err = fg_sim_spawn_volumes(k, p, pod, spec, &s)) || (err = build_argv(k, spec, &s)))
+    if ((err = write_kubeconfig(k, p, pod, errmsg)) || (err = fg_sim_spawn_env(k, pod, spec, &s)) ||
+        (err = fg_sim_spawn_volumes(k, pod, spec, &s)) || (err = build_argv(k, spec, &s)))
         goto out;
     for (size_t a = 1; a < s.argc; a++) {
         char *mapped = fg_sim_spawn_map_paths(&s, s.argv[a]);
@@ -172,6 +173,7 @@ enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, struct fg_sim_pod *p, j
         dup2(null, 0);
         dup2(log, 1);
         dup2(log, 2);
+        close_range(3, ~0U, 0);   /* nothing of the kubelets' own: sockets, lock files, pipes */
         execve(s.argv[0], s.argv, s.env);
         _exit(127);
     }
@@ -179,8 +181,7 @@ enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, struct fg_sim_pod *p, j
         err = fg_errmsg(errmsg, FG_E_IO, "cannot start the process: %s", strerror(errno));
         goto out;
     }
-    c->pid = pid;
-    c->child = true;
+    *out = pid;
     char pidfile[PATH_MAX];
     fg_sim_proc_pidfile(p, c, pidfile);
     fg_sim_pidfile_write(pidfile, pid);

@@ -25,6 +25,8 @@ struct fg_sim_spawn_mount {
 };
 
 struct fg_sim_spawn {
+    const struct fg_sim_pod *p;
+    const struct fg_sim_node *node;  /* the pod's node, as it was when the start began */
     char *argv[FG_SIM_MAX_ARGS + 1];
     size_t argc;
     char *env[FG_SIM_MAX_ENV + 1];   /* "NAME=value" */
@@ -37,22 +39,21 @@ struct fg_sim_spawn {
 };
 
 /* The container's environment, in the order kube builds it (kubelet_env.c). */
-enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, json_object *spec,
-                             struct fg_sim_spawn *s);
+enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, json_object *pod, json_object *spec, struct fg_sim_spawn *s);
 
 /* in with its $(VAR) references expanded from the environment built so far; caller frees. */
 char *fg_sim_spawn_expand(struct fg_sim_spawn *s, const char *in);
 
 /* A downward-API field of the pod (metadata.name, metadata.labels['k'], status.podIP, ...), or NULL. */
-const char *fg_sim_pod_field(json_object *pod, const char *path, struct fg_sim_pod *p);
+const char *fg_sim_pod_field(json_object *pod, const char *path, const struct fg_sim_spawn *s);
 
 /* A ConfigMap's or Secret's data (a Secret's values decoded) as a new object, or NULL with errmsg set. */
 json_object *fg_sim_read_data(struct fg_sim_kubelets *k, bool secret, const char *ns, const char *name,
                               char *errmsg);
 
 /* The container's volume mounts, each volume filled at its host path (kubelet_volumes.c). */
-enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod,
-                                 json_object *spec, struct fg_sim_spawn *s);
+enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, json_object *pod, json_object *spec,
+                                 struct fg_sim_spawn *s);
 
 /* in with every mount path in it rewritten to its host path; caller frees. */
 char *fg_sim_spawn_map_paths(const struct fg_sim_spawn *s, const char *in);

@@ -56,21 +56,22 @@ static void write_items(const char *dir, json_object *data, json_object *items)
     }
 }
 
-static void write_downward(json_object *pod, struct fg_sim_pod *p, const char *dir, json_object *items)
+static void write_downward(json_object *pod, const struct fg_sim_spawn *s, const char *dir, json_object *items)
 {
     for (size_t i = 0; i < fg_json_array_len(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
         const char *fp = fg_json_get_str(it, "fieldRef", "fieldPath", NULL), *path = fg_json_get_str(it, "path", NULL);
-        const char *v = fp ? fg_sim_pod_field(pod, fp, p) : NULL;
+        const char *v = fp ? fg_sim_pod_field(pod, fp, s) : NULL;
         if (path)
             write_file(dir, path, v ? v : "", v ? strlen(v) : 0);
     }
 }
 
 /* Fills the volume `vol` at host (a directory under the pod's). */
-static enum fg_err fill_volume(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod, json_object *vol,
-                               const char *host, char *errmsg)
+static enum fg_err fill_volume(struct fg_sim_kubelets *k, const struct fg_sim_spawn *s, json_object *pod,
+                               json_object *vol, const char *host)
 {
+    char *errmsg = s->errmsg;
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
     fg_sim_mkdir_p(host);
     json_object *v;
@@ -82,7 +83,7 @@ static enum fg_err fill_volume(struct fg_sim_kubelets *k, struct fg_sim_pod *p, 
         write_items(host, data, fg_json_get(v, "items", NULL));
         json_object_put(data);
     } else if ((v = fg_json_get(vol, "downwardAPI", NULL))) {
-        write_downward(pod, p, host, fg_json_get(v, "items", NULL));
+        write_downward(pod, s, host, fg_json_get(v, "items", NULL));
     } else if ((v = fg_json_get(vol, "projected", NULL))) {
         json_object *sources = fg_json_get(v, "sources", NULL);
         for (size_t i = 0; i < fg_json_array_len(sources); i++) {
@@ -96,15 +97,15 @@ static enum fg_err fill_volume(struct fg_sim_kubelets *k, struct fg_sim_pod *p, 
                 write_items(host, data, fg_json_get(x, "items", NULL));
                 json_object_put(data);
             } else if ((x = fg_json_get(src, "downwardAPI", NULL))) {
-                write_downward(pod, p, host, fg_json_get(x, "items", NULL));
+                write_downward(pod, s, host, fg_json_get(x, "items", NULL));
             }
         }
     }
     return FG_OK;
 }
 
-enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod,
-                                 json_object *spec, struct fg_sim_spawn *s)
+enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, json_object *pod, json_object *spec,
+                                 struct fg_sim_spawn *s)
 {
     json_object *mounts = fg_json_get(spec, "volumeMounts", NULL), *vols = fg_json_get(pod, "spec", "volumes", NULL);
     for (size_t i = 0; i < fg_json_array_len(mounts) && s->nmounts < FG_SIM_MAX_MOUNTS; i++) {
@@ -121,13 +122,13 @@ enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, struct fg_sim_pod *p
         mt->container_path = at;
         const char *host_path = fg_json_get_str(vol, "hostPath", "path", NULL);
         if (host_path) {
-            snprintf(mt->host, sizeof mt->host, "%s%s", p->node->root, host_path);
+            snprintf(mt->host, sizeof mt->host, "%s%s", s->node->root, host_path);
             struct stat st;
             if (stat(mt->host, &st) != 0)
                 fg_sim_mkdir_p(mt->host);   /* the simulated host has every directory a pod asks for */
         } else {
-            snprintf(mt->host, sizeof mt->host, "%s/volumes/%s", p->dir, name);
-            enum fg_err err = fill_volume(k, p, pod, vol, mt->host, s->errmsg);
+            snprintf(mt->host, sizeof mt->host, "%s/volumes/%s", s->p->dir, name);
+            enum fg_err err = fill_volume(k, s, pod, vol, mt->host);
             if (err)
                 return err;
         }

@@ -6,6 +6,8 @@
  *     pod's IP) and create the built-in GPUPolicies; the node-agent DaemonSet runs on both GPU nodes;
  *   - `kubectl create namespace|deployment|job|priorityclass` work; a Deployment of 3 runs 3 Ready
  *     pods and a Job completes;
+ *   - a pod bound to a node it does not fit is refused by the node's kubelet (Failed, OutOfcpu, with
+ *     the Event), and a Deployment's pod with an init container runs it once, then its containers;
  *   - `kubectl rollout restart` replaces the pods within maxSurge and maxUnavailable (checked by a
  *     poller through the API all along) and `kubectl rollout status` returns;
  *   - deleting the Deployment removes its ReplicaSets and pods (the garbage collector);
@@ -32,6 +34,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/mem.h"
 #include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
@@ -272,6 +275,47 @@ static void test_create(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* ---- kubelet admission, init containers ---- */
+
+static const char *const init_app =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: with-init, namespace: team-b}\n"
+    "spec:\n  replicas: 1\n  selector: {matchLabels: {app: with-init}}\n  template:\n"
+    "    metadata: {labels: {app: with-init}}\n    spec:\n"
+    "      initContainers: [{name: migrate, image: busybox}]\n"
+    "      containers: [{name: app, image: nginx:1.27}]\n";
+
+static void test_admission_and_init(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    json_object *nodes = list(&fg_kube_nodes, NULL, NULL);
+    const char *node = fg_json_get_str(json_object_array_get_idx(fg_json_get(nodes, "items", NULL), 0), "metadata",
+                                       "name", NULL);
+    assert_non_null(node);
+    char *too_big = fg_asprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: too-big, namespace: team-b}\n"
+                                "spec:\n  nodeName: %s\n  containers:\n  - name: app\n    image: busybox\n"
+                                "    resources: {requests: {cpu: \"9\"}}\n", node);
+    json_object_put(nodes);
+    OK(&out, too_big, "apply", "-f", "-");
+    free(too_big);
+    OK(&out, NULL, "wait", "--for=jsonpath={.status.phase}=Failed", "pod/too-big", "-n", "team-b", "--timeout=30s");
+    OK(&out, NULL, "get", "pod", "too-big", "-n", "team-b");
+    assert_non_null(strstr(fg_buf_str(&out), "OutOfcpu"));
+    OK(&out, NULL, "get", "events", "-n", "team-b", "--field-selector", "involvedObject.name=too-big,reason=OutOfcpu");
+    assert_non_null(strstr(fg_buf_str(&out), "Node didn't have enough resource: cpu, requested: 9000"));
+    OK(&out, NULL, "delete", "pod", "too-big", "-n", "team-b", "--wait=true", "--timeout=30s");
+
+    OK(&out, init_app, "apply", "-f", "-");
+    OK(&out, NULL, "rollout", "status", "deployment/with-init", "-n", "team-b", "--timeout=60s");
+    OK(&out, NULL, "get", "pods", "-n", "team-b", "-l", "app=with-init", "-o",
+       "jsonpath={.items[0].status.initContainerStatuses[0].state.terminated.reason} "
+       "{.items[0].status.initContainerStatuses[0].restartCount} {.items[0].status.phase}");
+    assert_string_equal(fg_buf_str(&out), "Completed 0 Running");
+    OK(&out, NULL, "delete", "deployment", "with-init", "-n", "team-b", "--wait=true", "--timeout=30s");
+    fg_buf_cleanup(&out);
+}
+
 /* ---- rollout restart ---- */
 
 struct poller {
@@ -497,6 +541,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_install),
         cmocka_unit_test(test_create),
+        cmocka_unit_test(test_admission_and_init),
         cmocka_unit_test(test_rollout_restart),
         cmocka_unit_test(test_delete_deployment),
         cmocka_unit_test(test_autoscale),
