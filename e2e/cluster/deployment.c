@@ -11,7 +11,7 @@
  * replicas + maxSurge; scale old sets down, oldest first, while available pods stay at least
  * replicas − maxUnavailable, removing unavailable old pods first. maxSurge rounds up, maxUnavailable
  * down, both default to 25%, and both 0 means maxUnavailable 1. Recreate: old sets to 0, and the new
- * one up only once no old pod is left. Each set carries the revision annotations kube writes
+ * one up only once no old pod is left, terminating ones included. Each set carries the revision annotations kube writes
  * (deployment.kubernetes.io/revision, desired-replicas, max-replicas); sets scaled to 0 beyond
  * revisionHistoryLimit are deleted, oldest first. Every scaling is an Event (ScalingReplicaSet).
  *
@@ -36,6 +36,7 @@
 #define ANN_REVISION "deployment.kubernetes.io/revision"
 #define ANN_DESIRED "deployment.kubernetes.io/desired-replicas"
 #define ANN_MAX "deployment.kubernetes.io/max-replicas"
+#define RECREATE_POLL_NS (250 * FG_NS_PER_MS)
 #define HASH_LABEL "pod-template-hash"
 
 struct plan {
@@ -45,6 +46,7 @@ struct plan {
     size_t nold;
     int64_t desired, max_surge, max_unavailable;
     char hash[16];
+    uint64_t requeue_ns;        /* look again then (Recreate waiting for old pods to be gone) */
 };
 
 static int64_t int_at(json_object *o, const char *a, const char *b, int64_t dflt)
@@ -222,18 +224,34 @@ static enum fg_err rolling_update(struct fg_sim_cm *cm, struct plan *p)
     return err;
 }
 
+/* Does an old set still have a pod that is not finished, terminating ones included (kube's
+ * oldPodsRunning: the new pods wait until the old ones are gone)? */
+static bool old_pods_running(struct fg_sim_cm *cm, struct plan *p)
+{
+    bool running = false;
+    for (size_t i = 0; i < p->nold && !running; i++) {
+        json_object *pods = fg_sim_cm_by_owner(&cm->pods, FG_SIM_INDEX_CONTROLLER,
+                                               fg_json_get_str(p->old[i], "metadata", "uid", NULL));
+        for (size_t j = 0; j < json_object_array_length(pods) && !running; j++)
+            running = !fg_sim_pod_finished(json_object_array_get_idx(pods, j));
+        json_object_put(pods);
+    }
+    return running;
+}
+
 static enum fg_err recreate(struct fg_sim_cm *cm, struct plan *p)
 {
     enum fg_err err = FG_OK;
-    bool old_pods = false;
-    for (size_t i = 0; i < p->nold && !err; i++) {
+    for (size_t i = 0; i < p->nold && !err; i++)
         if (int_at(p->old[i], "spec", "replicas", 1) > 0)
             err = scale(cm, p, p->old[i], 0, 0);
-        old_pods = old_pods || int_at(p->old[i], "status", "replicas", 0) > 0;
+    if (err || !p->new_rs || int_at(p->new_rs, "spec", "replicas", 1) == p->desired)
+        return err;
+    if (old_pods_running(cm, p)) {
+        p->requeue_ns = RECREATE_POLL_NS;   /* a pod's deletion reaches its set, not its deployment */
+        return FG_OK;
     }
-    if (!err && !old_pods && p->new_rs && int_at(p->new_rs, "spec", "replicas", 1) != p->desired)
-        err = scale(cm, p, p->new_rs, p->desired, 0);
-    return err;
+    return scale(cm, p, p->new_rs, p->desired, 0);
 }
 
 /* Deletes old sets scaled to 0 beyond revisionHistoryLimit, oldest first. */
@@ -408,7 +426,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     free(p.old);
     json_object_put(sets);
     json_object_put(p.d);
-    return fg_reconcile_error(err);
+    return !err && p.requeue_ns ? fg_reconcile_requeue_after(p.requeue_ns) : fg_reconcile_error(err);
 }
 
 enum fg_err fg_sim_deployment_setup(struct fg_sim_cm *cm, char *errmsg)

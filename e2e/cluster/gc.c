@@ -6,10 +6,11 @@
  * naming the kind ("pods|ns/name"). For an object with ownerReferences (a dependent): an owner counts as present when the
  * cache holds an object of that name and uid, or — because a cache may lag — when a live GET finds
  * it; when no owner is present the dependent is deleted (background, or foreground when an owner
- * waits in foreground deletion), and when only some are, the dangling references are removed. For
- * an object being deleted (an owner) with the finalizer `orphan`, every dependent loses its
- * reference to it and then the finalizer goes; with `foregroundDeletion` every dependent is deleted
- * (in the foreground too) and the finalizer goes once none with blockOwnerDeletion is left. Events
+ * waits in foreground deletion), and when some are, the references to the others are removed. For
+ * an object being deleted (an owner) with the finalizer `orphan`, every dependent (custom
+ * resources too) loses its reference to it and then the finalizer goes; with `foregroundDeletion`
+ * every dependent goes by the rule above (deleted in the foreground, unless another owner keeps
+ * it) and the finalizer goes once none with blockOwnerDeletion is left. Events
  * of any cache re-check the object, its owners and its dependents, as kube's dependency graph does.
  *
  * Dependents among custom resources (a GPUWorkload owned by a Deployment) are not cached: a scan
@@ -214,58 +215,121 @@ static enum fg_err drop_finalizer(struct gc *gc, const struct fg_kube_resource *
 
 /* ---- the two roles ---- */
 
-/* obj is a dependent: delete it when no owner is left, drop the references of vanished owners. */
+/* obj is a dependent. With no owner left but some waiting in foreground deletion, it is deleted in
+ * the foreground; with none at all, in the background; with some owners solid (present, not being
+ * deleted in the foreground), the references to the others are removed and it stays (kube's
+ * attemptToDeleteItem). */
 static enum fg_err collect_dependent(struct gc *gc, const struct fg_kube_resource *res, json_object *obj)
 {
     json_object *refs = fg_json_get(obj, "metadata", "ownerReferences", NULL);
     if (!fg_json_array_len(refs) || fg_sim_pod_terminating(obj))
         return FG_OK;
     const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
-    json_object *keep = json_object_new_array();
-    bool foreground = false;
+    json_object *solid = json_object_new_array();
+    bool waiting = false;
     for (size_t i = 0; i < json_object_array_length(refs); i++) {
         json_object *ref = json_object_array_get_idx(refs, i);
         enum presence p = owner_presence(gc, ref, ns);
-        if (p != ABSENT)
-            json_object_array_add(keep, json_object_get(ref));
-        foreground = foreground || p == FOREGROUND;
+        if (p == PRESENT || p == UNKNOWN)
+            json_object_array_add(solid, json_object_get(ref));
+        waiting = waiting || p == FOREGROUND;
     }
-    size_t left = json_object_array_length(keep);
-    bool only_foreground = foreground;
-    for (size_t i = 0; i < left && only_foreground; i++)
-        only_foreground = owner_presence(gc, json_object_array_get_idx(keep, i), ns) == FOREGROUND;
+    size_t left = json_object_array_length(solid);
     enum fg_err err = FG_OK;
-    if (left == 0 || only_foreground) {
+    if (left == 0) {
         fg_log_obj(FG_LOG_INFO, COMPONENT, res->kind, ns, fg_json_get_str(obj, "metadata", "name", NULL),
-                   "deleting: %s", left ? "its owner is being deleted in the foreground" : "every owner is gone");
-        err = fg_sim_delete(gc->cm->client, res, obj, only_foreground ? "Foreground" : "Background");
+                   "deleting: %s", waiting ? "its owner is being deleted in the foreground" : "every owner is gone");
+        err = fg_sim_delete(gc->cm->client, res, obj, waiting ? "Foreground" : "Background");
     } else if (left < json_object_array_length(refs)) {
-        err = set_owner_refs(gc, res, obj, keep);
+        err = set_owner_refs(gc, res, obj, solid);
     }
+    json_object_put(solid);
+    return err;
+}
+
+/* What an owner (uid) being deleted asks of one of its dependents, dep of kind res: with orphan, to
+ * lose its reference; in the foreground, the dependent rule above (which sees that owner waiting).
+ * *blocks: the reference holds the owner back (blockOwnerDeletion, foreground). */
+static enum fg_err settle_dependent(struct gc *gc, const struct fg_kube_resource *res, json_object *dep,
+                                    const char *uid, bool orphan, bool *blocks)
+{
+    json_object *refs = fg_json_get(dep, "metadata", "ownerReferences", NULL), *keep = json_object_new_array();
+    bool mine = false;
+    *blocks = false;
+    for (size_t j = 0; j < fg_json_array_len(refs); j++) {
+        json_object *ref = json_object_array_get_idx(refs, j);
+        if (!fg_str_eq(fg_json_get_str(ref, "uid", NULL), uid)) {
+            json_object_array_add(keep, json_object_get(ref));
+            continue;
+        }
+        mine = true;
+        *blocks = !orphan && json_object_get_boolean(fg_json_get(ref, "blockOwnerDeletion", NULL));
+    }
+    enum fg_err err = FG_OK;
+    if (mine && orphan)
+        err = set_owner_refs(gc, res, dep, keep);
+    else if (mine)
+        err = collect_dependent(gc, res, dep);
     json_object_put(keep);
     return err;
 }
 
-/* Every cached object that has an ownerReference to uid, across all caches: (kind, object) pairs
- * in two parallel arrays the caller frees. */
-static size_t dependents_of(struct gc *gc, const char *uid, json_object **objs, const struct fg_sim_cache **caches,
-                            size_t max)
+/* Calls fn with every custom resource kind that the CRDs define and the list of its objects. */
+static void each_custom_kind(struct gc *gc,
+                             void (*fn)(struct gc *gc, const struct fg_kube_resource *res, json_object *items, void *ud),
+                             void *ud)
 {
-    size_t n = 0;
-    for (size_t k = 0; k < gc->nkinds; k++) {
-        json_object *deps = fg_sim_cm_by_owner(gc->kinds[k].cache, FG_SIM_INDEX_OWNERS, uid);
-        for (size_t i = 0; i < json_object_array_length(deps) && n < max; i++) {
-            objs[n] = json_object_get(json_object_array_get_idx(deps, i));
-            caches[n++] = gc->kinds[k].cache;
-        }
-        json_object_put(deps);
+    static const struct fg_kube_resource crds = { "apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                                  "CustomResourceDefinition", false };
+    char *path = fg_kube_path(&crds, NULL, NULL, NULL, NULL);
+    json_object *list = NULL;
+    enum fg_err err = fg_kube_get(gc->cm->client, path, &list, NULL);
+    free(path);
+    if (err)
+        return;
+    json_object *items = fg_json_get(list, "items", NULL);
+    for (size_t i = 0; i < fg_json_array_len(items); i++) {
+        json_object *crd = json_object_array_get_idx(items, i);
+        json_object *versions = fg_json_get(crd, "spec", "versions", NULL);
+        const char *version = NULL;
+        for (size_t v = 0; v < fg_json_array_len(versions) && !version; v++)
+            if (json_object_get_boolean(fg_json_get(json_object_array_get_idx(versions, v), "storage", NULL)))
+                version = fg_json_get_str(json_object_array_get_idx(versions, v), "name", NULL);
+        struct fg_kube_resource res = { fg_json_get_str(crd, "spec", "group", NULL), version,
+                                        fg_json_get_str(crd, "spec", "names", "plural", NULL),
+                                        fg_json_get_str(crd, "spec", "names", "kind", NULL),
+                                        fg_str_eq(fg_json_get_str(crd, "spec", "scope", NULL), "Namespaced") };
+        if (!res.group || !res.version || !res.plural || !res.kind)
+            continue;
+        char *objs_path = fg_kube_path(&res, NULL, NULL, NULL, NULL);
+        json_object *objs = NULL;
+        if (fg_kube_get(gc->cm->client, objs_path, &objs, NULL) == FG_OK)
+            fn(gc, &res, fg_json_get(objs, "items", NULL), ud);
+        json_object_put(objs);
+        free(objs_path);
     }
-    return n;
+    json_object_put(list);
 }
 
-#define MAX_DEPENDENTS 4096
+struct owner_job {
+    const char *uid;
+    bool orphan;
+    size_t blocking;
+    enum fg_err err;
+};
 
-/* obj is being deleted: carry out its orphan or foreground finalizer. */
+static void settle_custom(struct gc *gc, const struct fg_kube_resource *res, json_object *items, void *ud)
+{
+    struct owner_job *j = ud;
+    for (size_t i = 0; i < fg_json_array_len(items) && !j->err; i++) {
+        bool blocks;
+        j->err = settle_dependent(gc, res, json_object_array_get_idx(items, i), j->uid, j->orphan, &blocks);
+        j->blocking += blocks;
+    }
+}
+
+/* obj is being deleted: carry out its orphan or foreground finalizer for every dependent, cached
+ * kinds and custom resources alike. */
 static enum fg_err finish_owner(struct gc *gc, const struct fg_kube_resource *res, json_object *obj, bool *requeue)
 {
     json_object *fins = fg_json_get(obj, "metadata", "finalizers", NULL);
@@ -277,40 +341,26 @@ static enum fg_err finish_owner(struct gc *gc, const struct fg_kube_resource *re
     }
     if (!orphan && !foreground)
         return FG_OK;
-    const char *uid = fg_json_get_str(obj, "metadata", "uid", NULL);
-    json_object **deps = fg_calloc(MAX_DEPENDENTS, sizeof *deps);
-    const struct fg_sim_cache **caches = fg_calloc(MAX_DEPENDENTS, sizeof *caches);
-    size_t n = dependents_of(gc, uid, deps, caches, MAX_DEPENDENTS);
-    enum fg_err err = FG_OK;
-    size_t blocking = 0;
-    for (size_t i = 0; i < n && !err; i++) {
-        json_object *refs = fg_json_get(deps[i], "metadata", "ownerReferences", NULL), *keep = json_object_new_array();
-        bool blocks = false;
-        for (size_t j = 0; j < fg_json_array_len(refs); j++) {
-            json_object *ref = json_object_array_get_idx(refs, j);
-            if (!fg_str_eq(fg_json_get_str(ref, "uid", NULL), uid))
-                json_object_array_add(keep, json_object_get(ref));
-            else
-                blocks = json_object_get_boolean(fg_json_get(ref, "blockOwnerDeletion", NULL));
+    struct owner_job j = { fg_json_get_str(obj, "metadata", "uid", NULL), orphan, 0, FG_OK };
+    for (size_t k = 0; k < gc->nkinds && !j.err; k++) {
+        json_object *deps = fg_sim_cm_by_owner(gc->kinds[k].cache, FG_SIM_INDEX_OWNERS, j.uid);
+        for (size_t i = 0; i < json_object_array_length(deps) && !j.err; i++) {
+            bool blocks;
+            j.err = settle_dependent(gc, gc->kinds[k].cache->res, json_object_array_get_idx(deps, i), j.uid, orphan,
+                                     &blocks);
+            j.blocking += blocks;
         }
-        if (orphan)
-            err = set_owner_refs(gc, caches[i]->res, deps[i], keep);
-        else if (!fg_sim_pod_terminating(deps[i]))
-            err = fg_sim_delete(gc->cm->client, caches[i]->res, deps[i], "Foreground");
-        blocking += !orphan && blocks;
-        json_object_put(keep);
+        json_object_put(deps);
     }
-    if (!err && orphan)
-        err = drop_finalizer(gc, res, obj, FINALIZER_ORPHAN);
-    else if (!err && foreground && blocking == 0)
-        err = drop_finalizer(gc, res, obj, FINALIZER_FOREGROUND);
-    else if (!err)
+    if (!j.err)
+        each_custom_kind(gc, settle_custom, &j);
+    if (!j.err && orphan)
+        j.err = drop_finalizer(gc, res, obj, FINALIZER_ORPHAN);
+    else if (!j.err && foreground && j.blocking == 0)
+        j.err = drop_finalizer(gc, res, obj, FINALIZER_FOREGROUND);
+    else if (!j.err)
         *requeue = true;   /* dependents still on their way out: their events bring us back too */
-    for (size_t i = 0; i < n; i++)
-        json_object_put(deps[i]);
-    free(deps);
-    free(caches);
-    return err;
+    return j.err;
 }
 
 /* Keys are "<plural>|<namespace>/<name>": one controller serves every kind. */
@@ -385,43 +435,16 @@ static void map_related(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 
 /* ---- custom resources: the periodic scan ---- */
 
+static void collect_custom(struct gc *gc, const struct fg_kube_resource *res, json_object *items, void *ud)
+{
+    (void)ud;
+    for (size_t i = 0; i < fg_json_array_len(items); i++)
+        (void)collect_dependent(gc, res, json_object_array_get_idx(items, i));   /* the next scan retries */
+}
+
 static void scan_custom_resources(void *ud)
 {
-    struct gc *gc = ud;
-    static const struct fg_kube_resource crds = { "apiextensions.k8s.io", "v1", "customresourcedefinitions",
-                                                  "CustomResourceDefinition", false };
-    char *path = fg_kube_path(&crds, NULL, NULL, NULL, NULL);
-    json_object *list = NULL;
-    if (fg_kube_get(gc->cm->client, path, &list, NULL) != FG_OK) {
-        free(path);
-        return;
-    }
-    free(path);
-    json_object *items = fg_json_get(list, "items", NULL);
-    for (size_t i = 0; i < fg_json_array_len(items); i++) {
-        json_object *crd = json_object_array_get_idx(items, i);
-        json_object *versions = fg_json_get(crd, "spec", "versions", NULL);
-        const char *version = NULL;
-        for (size_t v = 0; v < fg_json_array_len(versions) && !version; v++)
-            if (json_object_get_boolean(fg_json_get(json_object_array_get_idx(versions, v), "storage", NULL)))
-                version = fg_json_get_str(json_object_array_get_idx(versions, v), "name", NULL);
-        struct fg_kube_resource res = { fg_json_get_str(crd, "spec", "group", NULL), version,
-                                        fg_json_get_str(crd, "spec", "names", "plural", NULL),
-                                        fg_json_get_str(crd, "spec", "names", "kind", NULL),
-                                        fg_str_eq(fg_json_get_str(crd, "spec", "scope", NULL), "Namespaced") };
-        if (!res.group || !res.version || !res.plural || !res.kind)
-            continue;
-        char *objs_path = fg_kube_path(&res, NULL, NULL, NULL, NULL);
-        json_object *objs = NULL;
-        if (fg_kube_get(gc->cm->client, objs_path, &objs, NULL) == FG_OK) {
-            json_object *its = fg_json_get(objs, "items", NULL);
-            for (size_t j = 0; j < fg_json_array_len(its); j++)
-                (void)collect_dependent(gc, &res, json_object_array_get_idx(its, j));
-        }
-        json_object_put(objs);
-        free(objs_path);
-    }
-    json_object_put(list);
+    each_custom_kind(ud, collect_custom, NULL);
 }
 
 enum fg_err fg_sim_gc_setup(struct fg_sim_cm *cm, char *errmsg)

@@ -2,13 +2,16 @@
  * job — the Job controller: pods from the template until enough succeed, or too many fail.
  *
  * It runs min(parallelism, completions − succeeded) pods at once (parallelism alone, when
- * completions is unset: then the first success, once nothing else runs, completes the job).
+ * completions is unset: then the first success starts no more pods, and the job completes once
+ * the others have ended).
  * Succeeded and failed pods are counted from the pods themselves. More than backoffLimit failures
  * (default 6), or running longer than activeDeadlineSeconds, fails the job (reason
  * BackoffLimitExceeded or DeadlineExceeded) and deletes what still runs; after a failure the next
  * pod waits kube's backoff, 10 s doubling per failure up to 6 minutes. Success writes the conditions
  * SuccessCriteriaMet and Complete and completionTime, as kube ≥ 1.31 does (`kubectl wait
- * --for=condition=complete` reads the latter). suspend: true deletes the active pods and starts none.
+ * --for=condition=complete` reads the latter). suspend: true deletes the active pods, starts none,
+ * clears startTime (the deadline counts again from the resume) and says so in the condition
+ * Suspended (JobSuspended, then JobResumed), with an Event.
  * ttlSecondsAfterFinished deletes a finished job (and, through the garbage collector, its pods)
  * that long after it finished. Status also carries active, ready and startTime. Indexed
  * completion mode and pod failure policies are not simulated.
@@ -30,9 +33,10 @@ static bool condition_true(json_object *job, const char *type)
     return fg_str_eq(fg_json_get_str(fg_sim_condition(job, type), "status", NULL), "True");
 }
 
-static json_object *condition(const char *type, const char *reason, const char *message, const char *now)
+static json_object *condition(json_object *job, const char *type, bool ok, const char *reason, const char *message,
+                              const char *now)
 {
-    json_object *c = fg_sim_condition_new(NULL, type, "True", reason, message, now);
+    json_object *c = fg_sim_condition_new(job, type, ok ? "True" : "False", reason, message, now);
     fg_json_set_str(c, "lastProbeTime", now);
     return c;
 }
@@ -119,10 +123,14 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     char now_s[FG_TIME_MAX];
     fg_time_format(now, now_s);
     const char *start = fg_json_get_str(job, "status", "startTime", NULL);
-    if (!start || !fg_time_parse(start, &start_ms))
-        start_ms = now;
+    if (suspended || !start || !fg_time_parse(start, &start_ms))
+        start_ms = now;   /* suspended, the deadline waits; resumed, it counts from now */
     json_object *status = json_object_new_object();
-    json_object *conds = NULL;
+    json_object *conds = json_object_new_array();
+    json_object *had = fg_json_get(job, "status", "conditions", NULL);
+    for (size_t i = 0; i < fg_json_array_len(had); i++)
+        json_object_array_add(conds, json_object_get(json_object_array_get_idx(had, i)));
+    bool conds_changed = false;
     enum fg_err err = FG_OK;
     uint64_t requeue_ns = 0;
     const char *fail_reason = NULL, *fail_message = NULL;
@@ -131,24 +139,34 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     else if (deadline >= 0 && !suspended && now - start_ms >= deadline * 1000)
         fail_reason = "DeadlineExceeded", fail_message = "Job was active longer than specified deadline";
     bool complete = completions >= 0 ? succeeded >= completions : succeeded > 0 && running == 0;
+    if (suspended != condition_true(job, "Suspended") && !fail_reason && !complete) {
+        fg_sim_condition_put(conds, condition(job, "Suspended", suspended, suspended ? "JobSuspended" : "JobResumed",
+                                              suspended ? "Job suspended" : "Job resumed", now_s));
+        fg_sim_cm_event(jc->cm, COMPONENT, job, "Normal", suspended ? "Suspended" : "Resumed",
+                        suspended ? "Job suspended" : "Job resumed");
+        conds_changed = true;
+    }
 
     if (fail_reason) {
         err = delete_active(jc, job, key, active, nactive);
-        conds = json_object_new_array();
-        json_object_array_add(conds, condition("FailureTarget", fail_reason, fail_message, now_s));
-        json_object_array_add(conds, condition("Failed", fail_reason, fail_message, now_s));
+        fg_sim_condition_put(conds, condition(job, "FailureTarget", true, fail_reason, fail_message, now_s));
+        fg_sim_condition_put(conds, condition(job, "Failed", true, fail_reason, fail_message, now_s));
         fg_sim_cm_event(jc->cm, COMPONENT, job, "Warning", fail_reason, "%s", fail_message);
+        conds_changed = true;
         running = 0;
     } else if (complete) {
         err = delete_active(jc, job, key, active, nactive);
-        conds = json_object_new_array();
-        json_object_array_add(conds, condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods", now_s));
-        json_object_array_add(conds, condition("Complete", "CompletionsReached", "Reached expected number of succeeded pods", now_s));
+        fg_sim_condition_put(conds, condition(job, "SuccessCriteriaMet", true, "CompletionsReached",
+                                              "Reached expected number of succeeded pods", now_s));
+        fg_sim_condition_put(conds, condition(job, "Complete", true, "CompletionsReached",
+                                              "Reached expected number of succeeded pods", now_s));
         fg_json_set_str(status, "completionTime", now_s);
         fg_sim_cm_event(jc->cm, COMPONENT, job, "Normal", "Completed", "Job completed");
+        conds_changed = true;
         running = 0;
     } else {
-        int64_t want = suspended ? 0 : completions >= 0 ? completions - succeeded : (succeeded > 0 ? 0 : parallelism);
+        /* without completions, the first success starts no more pods and leaves the others running */
+        int64_t want = suspended ? 0 : completions >= 0 ? completions - succeeded : succeeded > 0 ? running : parallelism;
         want = want < parallelism ? want : parallelism;
         if (running > want) {
             size_t extra = (size_t)(running - want);
@@ -168,18 +186,22 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
             else
                 err = fg_sim_cm_create_pods(jc, COMPONENT, job, key, want - running);
         }
-        if (deadline >= 0 && !requeue_ns)
+        if (deadline >= 0 && !suspended && !requeue_ns)
             requeue_ns = (uint64_t)(start_ms + deadline * 1000 - now > 0 ? start_ms + deadline * 1000 - now : 1) *
                          FG_NS_PER_MS;
     }
-    fg_json_set_str(status, "startTime", start ? start : now_s);
+    if (suspended)
+        json_object_object_add(status, "startTime", NULL);   /* kube clears it while suspended */
+    else
+        fg_json_set_str(status, "startTime", start ? start : now_s);
     json_object_object_add(status, "active", json_object_new_int64(running));
     json_object_object_add(status, "ready", json_object_new_int64(ready));
     json_object_object_add(status, "succeeded", json_object_new_int64(succeeded));
     json_object_object_add(status, "failed", json_object_new_int64(failed));
-    if (conds)
-        json_object_object_add(status, "conditions", conds);
-    bool same = !conds && start;
+    if (conds_changed)
+        json_object_object_add(status, "conditions", json_object_get(conds));
+    json_object_put(conds);
+    bool same = !conds_changed && (suspended ? !start : start != NULL);
     json_object_object_foreach(status, k, v) {
         int64_t have = -1;
         if (json_object_is_type(v, json_type_int))

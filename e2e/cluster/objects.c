@@ -252,6 +252,18 @@ json_object *fg_sim_condition_new(json_object *obj, const char *type, const char
     return c;
 }
 
+void fg_sim_condition_put(json_object *conds, json_object *c)
+{
+    const char *type = fg_json_get_str(c, "type", NULL);
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
+        if (fg_str_eq(fg_json_get_str(json_object_array_get_idx(conds, i), "type", NULL), type)) {
+            json_object_array_put_idx(conds, i, c);
+            return;
+        }
+    }
+    json_object_array_add(conds, c);
+}
+
 bool fg_sim_pod_ready(json_object *pod)
 {
     return fg_str_eq(fg_json_get_str(fg_sim_condition(pod, "Ready"), "status", NULL), "True");

@@ -75,6 +75,8 @@ json_object *fg_sim_condition(json_object *obj, const char *type);
  * (lastProbeTime, lastHeartbeatTime, lastUpdateTime). */
 json_object *fg_sim_condition_new(json_object *obj, const char *type, const char *status, const char *reason,
                                   const char *message, const char *now);
+/* Puts condition c (owned) into the array conds, in place of the one of its type if any. */
+void fg_sim_condition_put(json_object *conds, json_object *c);
 /* metadata.creationTimestamp in ms (0 when absent). */
 int64_t fg_sim_created_ms(json_object *obj);
 

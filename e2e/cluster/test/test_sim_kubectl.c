@@ -10,7 +10,9 @@
  *     the Event), and a Deployment's pod with an init container runs it once, then its containers;
  *   - `kubectl rollout restart` replaces the pods within maxSurge and maxUnavailable (checked by a
  *     poller through the API all along) and `kubectl rollout status` returns;
- *   - deleting the Deployment removes its ReplicaSets and pods (the garbage collector);
+ *   - deleting the Deployment removes its ReplicaSets and pods (the garbage collector); deleting one
+ *     with --cascade=orphan leaves its ReplicaSet, which --cascade=foreground then deletes after
+ *     its pods;
  *   - a pod too big for every node is Unschedulable, the autoscaler adds a big node and it runs; once
  *     it is deleted the node goes again;
  *   - `kubectl drain` evicts a node's pods, is held back by a PodDisruptionBudget until the first
@@ -394,6 +396,17 @@ static void test_delete_deployment(void **state)
     OK(&out, NULL, "delete", "deployment", "web", "-n", "team-b", "--wait=false");
     if (!eventually(web_gone, NULL, 60))
         fail_msg("the ReplicaSets and pods of the deleted Deployment are still there");
+
+    /* orphaned: the ReplicaSet stays, without its owner; then deleted in the foreground, after its pods */
+    OK(&out, NULL, "create", "deployment", "kept", "--image=nginx:1.27", "--replicas=2", "-n", "team-b");
+    OK(&out, NULL, "rollout", "status", "deployment/kept", "-n", "team-b", "--timeout=60s");
+    OK(&out, NULL, "delete", "deployment", "kept", "-n", "team-b", "--cascade=orphan", "--timeout=30s");
+    OK(&out, NULL, "get", "replicasets", "-n", "team-b", "-l", "app=kept", "-o",
+       "jsonpath={.items[0].status.readyReplicas}/{.items[0].metadata.ownerReferences}");
+    assert_string_equal(fg_buf_str(&out), "2/");
+    OK(&out, NULL, "delete", "replicasets", "-n", "team-b", "-l", "app=kept", "--cascade=foreground", "--timeout=60s");
+    assert_int_equal(count(&fg_kube_pods, "team-b", "app=kept"), 0);   /* gone before their owner went */
+    assert_int_equal(count(&fg_kube_replicasets, "team-b", "app=kept"), 0);
     fg_buf_cleanup(&out);
 }
 
