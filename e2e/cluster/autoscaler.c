@@ -3,7 +3,9 @@
  *
  * Every scanInterval it looks at the cluster as cluster-autoscaler does:
  *   - Scale-up. Pods the scheduler marked PodScheduled=False with reason Unschedulable for at
- *     least scaleUpDelay, and that would not fit on a node already on its way (an instance whose
+ *     least scaleUpDelay, and that would fit neither on a node already there (Ready, schedulable,
+ *     with room left by its pods: the scheduler places them when it tries again; pods with
+ *     inter-pod affinity or spread constraints excepted) nor on one on its way (an instance whose
  *     node has not registered yet), are packed first-fit onto fresh nodes of each group whose
  *     template (the group's capacity, labels and taints, less what its DaemonSets would run there)
  *     can take them — fit of every resource, node selector and required node affinity, taints. The
@@ -119,6 +121,36 @@ void fg_sim_autoscaler_event(struct fg_sim_autoscaler *a, json_object *obj, cons
     (void)err;   /* best effort */
 }
 
+/* The nodes that are Ready and schedulable, with what their active pods leave of their
+ * allocatable resources. */
+static struct fg_sim_node_room *node_rooms(json_object *nodes, json_object *pods, size_t *n)
+{
+    size_t count = fg_json_array_len(nodes);
+    struct fg_sim_node_room *rooms = fg_calloc(count ? count : 1, sizeof *rooms);
+    *n = 0;
+    for (size_t i = 0; i < count; i++) {
+        json_object *node = json_object_array_get_idx(nodes, i);
+        struct fg_sim_node_room *r = &rooms[*n];
+        if (json_object_get_boolean(fg_json_get(node, "spec", "unschedulable", NULL)) ||
+            !fg_str_eq(fg_json_get_str(fg_sim_condition(node, "Ready"), "status", NULL), "True") ||
+            fg_resources_from_json(fg_json_get(node, "status", "allocatable", NULL), &r->free, NULL) != FG_OK)
+            continue;
+        r->node = node;
+        (*n)++;
+    }
+    for (size_t i = 0; i < fg_json_array_len(pods); i++) {
+        json_object *pod = json_object_array_get_idx(pods, i);
+        const char *on = fg_json_get_str(pod, "spec", "nodeName", NULL);
+        for (size_t r = 0; on && r < *n; r++) {
+            if (fg_sim_pod_finished(pod) || !fg_str_eq(fg_json_get_str(rooms[r].node, "metadata", "name", NULL), on))
+                continue;
+            fg_sim_autoscaler_take(&rooms[r].free, pod);
+            break;
+        }
+    }
+    return rooms;
+}
+
 /* ---- the loop ---- */
 
 static void scan(void *ud)
@@ -149,7 +181,10 @@ static void scan(void *ud)
             }
         }
     }
-    fg_sim_autoscaler_scale_up(a, views, nviews, pods);
+    size_t nrooms = 0;
+    struct fg_sim_node_room *rooms = node_rooms(nodes, pods, &nrooms);
+    fg_sim_autoscaler_scale_up(a, views, nviews, rooms, nrooms, pods);
+    free(rooms);
     fg_sim_autoscaler_scale_down(a, views, nviews, nodes, pods);
     for (size_t g = 0; g < nviews; g++) {
         json_object_put(views[g].tmpl);

@@ -42,6 +42,12 @@ struct fg_sim_bin {
     struct fg_resources free;
 };
 
+/* A node already in the cluster, Ready and schedulable, and what its pods leave of it. */
+struct fg_sim_node_room {
+    json_object *node;           /* borrowed from the scan's list */
+    struct fg_resources free;
+};
+
 struct fg_sim_group_view {
     const struct fg_sim_group *g;
     json_object *tmpl;           /* the template node */
@@ -60,9 +66,10 @@ void fg_sim_autoscaler_take(struct fg_resources *room, json_object *pod);
 void fg_sim_autoscaler_event(struct fg_sim_autoscaler *a, json_object *obj, const char *kind, const char *type,
                              const char *reason, const char *message);
 
-/* Scale-up for the pods that cannot be scheduled (autoscaler_up.c). */
+/* Scale-up for the pods that cannot be scheduled (autoscaler_up.c); rooms are the nodes already
+ * there, for the pods that will fit on them once the scheduler tries again. */
 void fg_sim_autoscaler_scale_up(struct fg_sim_autoscaler *a, struct fg_sim_group_view *views, size_t nviews,
-                                json_object *pods);
+                                struct fg_sim_node_room *rooms, size_t nrooms, json_object *pods);
 /* Scale-down of empty nodes (autoscaler_down.c). */
 void fg_sim_autoscaler_scale_down(struct fg_sim_autoscaler *a, struct fg_sim_group_view *views, size_t nviews,
                                   json_object *nodes, json_object *pods);

@@ -1,7 +1,7 @@
 /*
  * autoscaler_up — scale-up. Pods the scheduler marked PodScheduled=False with reason
- * Unschedulable for at least scaleUpDelay, and that would not fit on a node already on its way,
- * are packed first-fit onto fresh nodes of each group whose template can take them; the group that
+ * Unschedulable for at least scaleUpDelay, and that would fit neither on a node already there (the
+ * scheduler will place them when it tries again) nor on one on its way, are packed first-fit onto fresh nodes of each group whose template can take them; the group that
  * takes the most pods with the least idle CPU and memory wins (the least-waste expander) and grows
  * by as many nodes as those pods need, up to maxSize. Each pod hears TriggeredScaleUp, or once
  * NotTriggerScaleUp with each group's reason.
@@ -82,8 +82,27 @@ static double waste(struct fg_sim_group_view *v, json_object **pods, size_t npod
     return w;
 }
 
+/* Will the scheduler, trying again, place pod on a node already there (cluster-autoscaler's
+ * filterOutSchedulable)? A pod with inter-pod affinity or spread constraints is left to scale-up:
+ * the fit checked here does not weigh other pods. Takes its room when it fits. */
+static bool fits_existing(json_object *pod, struct fg_sim_node_room *rooms, size_t nrooms)
+{
+    json_object *affinity = fg_json_get(pod, "spec", "affinity", NULL);
+    if (fg_json_get(affinity, "podAffinity", NULL) || fg_json_get(affinity, "podAntiAffinity", NULL) ||
+        fg_json_array_len(fg_json_get(pod, "spec", "topologySpreadConstraints", NULL)))
+        return false;
+    for (size_t r = 0; r < nrooms; r++) {
+        const char *why;
+        if (fg_sim_autoscaler_fits(pod, rooms[r].node, &rooms[r].free, &why)) {
+            fg_sim_autoscaler_take(&rooms[r].free, pod);
+            return true;
+        }
+    }
+    return false;
+}
+
 void fg_sim_autoscaler_scale_up(struct fg_sim_autoscaler *a, struct fg_sim_group_view *views, size_t nviews,
-                                json_object *pods)
+                                struct fg_sim_node_room *rooms, size_t nrooms, json_object *pods)
 {
     int64_t now = fg_clock_wall_ms();
     size_t n = fg_json_array_len(pods), npending = 0;
@@ -97,6 +116,8 @@ void fg_sim_autoscaler_scale_up(struct fg_sim_autoscaler *a, struct fg_sim_group
             pending[npending++] = p;
     }
     bool *placed = fg_calloc(npending ? npending : 1, sizeof *placed);
+    for (size_t i = 0; i < npending; i++)   /* pods that a node already there will take */
+        placed[i] = fits_existing(pending[i], rooms, nrooms);
     for (size_t v = 0; v < nviews; v++)   /* pods that an upcoming node will take anyway */
         for (size_t i = 0; i < npending; i++)
             for (size_t b = 0; b < views[v].nupcoming && !placed[i]; b++) {

@@ -112,7 +112,7 @@ static enum fg_err write_status(struct fg_sim_kubelets *k, const char *key, json
     char *path = fg_kube_path(&fg_kube_pods, fg_json_get_str(pod, "metadata", "namespace", NULL),
                               fg_json_get_str(pod, "metadata", "name", NULL), "status", NULL);
     struct fg_kube_status st = { 0 };
-    enum fg_err err = fg_kube_patch(k->client, path, FG_KUBE_PATCH_MERGE, json_object_to_json_string(patch), NULL, &st);
+    enum fg_err err = fg_kube_patch(k->client, path, FG_KUBE_PATCH_STRATEGIC, json_object_to_json_string(patch), NULL, &st);
     if (err && err != FG_E_KUBE_NOT_FOUND)
         fg_log(FG_LOG_WARN, COMPONENT, "pod %s: status not written: %s", key, st.message ? st.message : fg_err_str(err));
     fg_kube_status_cleanup(&st);
