@@ -199,7 +199,8 @@ static void scan(void *ud)
 static void autoscaler_free(void *ud)
 {
     struct fg_sim_autoscaler *a = ud;
-    free(a->told);
+    if (a->told)
+        lh_table_free(a->told);
     free(a);
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <json-c/json.h>
+#include <json-c/linkhash.h>
 
 #include "e2e/cluster/cloud.h"
 #include "e2e/cluster/sim.h"
@@ -33,8 +34,7 @@ struct fg_sim_autoscaler {
     int64_t last_scale_up_ms;
     struct fg_sim_unneeded unneeded[FG_SIM_AUTOSCALER_MAX_TRACKED];
     size_t nunneeded;
-    char (*told)[64];            /* uids of pods told NotTriggerScaleUp */
-    size_t ntold;
+    struct lh_table *told;       /* uids of the pending pods told NotTriggerScaleUp (keys owned) */
 };
 
 /* The view of one scan. */

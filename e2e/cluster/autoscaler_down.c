@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/json.h"
@@ -50,11 +51,33 @@ static void forget_unneeded(struct fg_sim_autoscaler *a, const char *node)
             a->unneeded[i] = a->unneeded[--a->nunneeded];
 }
 
+/* Forgets the nodes that are gone, whoever removed them. */
+static void forget_gone(struct fg_sim_autoscaler *a, json_object *nodes)
+{
+    for (size_t i = 0; i < a->nunneeded;) {
+        bool there = false;
+        for (size_t n = 0; n < fg_json_array_len(nodes) && !there; n++)
+            there = fg_str_eq(fg_json_get_str(json_object_array_get_idx(nodes, n), "metadata", "name", NULL),
+                              a->unneeded[i].node);
+        if (there)
+            i++;
+        else
+            a->unneeded[i] = a->unneeded[--a->nunneeded];
+    }
+}
+
+/* Taints node ToBeDeletedByClusterAutoscaler:NoSchedule, unless an earlier try did. */
 static enum fg_err taint_to_be_deleted(struct fg_sim_autoscaler *a, json_object *node)
 {
     json_object *taints = json_object_new_array(), *old = fg_json_get(node, "spec", "taints", NULL);
-    for (size_t i = 0; i < fg_json_array_len(old); i++)
-        json_object_array_add(taints, json_object_get(json_object_array_get_idx(old, i)));
+    for (size_t i = 0; i < fg_json_array_len(old); i++) {
+        json_object *t = json_object_array_get_idx(old, i);
+        if (fg_str_eq(fg_json_get_str(t, "key", NULL), FG_SIM_TO_BE_DELETED)) {
+            json_object_put(taints);
+            return FG_OK;
+        }
+        json_object_array_add(taints, json_object_get(t));
+    }
     json_object *t = json_object_new_object();
     char value[32];
     snprintf(value, sizeof value, "%lld", (long long)time(NULL));
@@ -74,6 +97,7 @@ static enum fg_err taint_to_be_deleted(struct fg_sim_autoscaler *a, json_object 
 void fg_sim_autoscaler_scale_down(struct fg_sim_autoscaler *a, struct fg_sim_group_view *views, size_t nviews,
                                   json_object *nodes, json_object *pods)
 {
+    forget_gone(a, nodes);
     int64_t now = fg_clock_wall_ms();
     bool cooling = now - a->last_scale_up_ms < (int64_t)(a->cfg->autoscale.scale_down_delay_after_add_ns / FG_NS_PER_MS);
     for (size_t i = 0; i < fg_json_array_len(nodes); i++) {

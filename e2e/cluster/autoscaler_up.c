@@ -28,14 +28,19 @@ static bool unschedulable_since(json_object *pod, int64_t *since)
            fg_time_parse(fg_json_get_str(c, "lastTransitionTime", NULL), since);
 }
 
-static bool told(struct fg_sim_autoscaler *a, const char *uid)
+static void free_told(struct lh_entry *e)
 {
-    for (size_t i = 0; i < a->ntold; i++)
-        if (!strcmp(a->told[i], uid))
-            return true;
-    a->told = fg_realloc(a->told, (a->ntold + 1) * sizeof *a->told);
-    snprintf(a->told[a->ntold++], sizeof a->told[0], "%s", uid);
-    return false;
+    free(lh_entry_k(e));
+}
+
+/* Records that the pod with uid is told now in `now` (a new table of the pods still pending); true
+ * when it was told before. */
+static bool told_before(struct fg_sim_autoscaler *a, struct lh_table *now, const char *uid)
+{
+    bool before = a->told && lh_table_lookup_entry(a->told, uid);
+    if (!lh_table_lookup_entry(now, uid))
+        lh_table_insert(now, fg_strdup(uid), NULL);
+    return before;
 }
 
 /* Packs the pods not yet placed first-fit onto at most `limit` new nodes of v, marking those it
@@ -170,8 +175,9 @@ void fg_sim_autoscaler_scale_up(struct fg_sim_autoscaler *a, struct fg_sim_group
         memcpy(placed, best_placed, npending * sizeof *placed);
         free(best_placed);
     }
+    struct lh_table *told = lh_kchar_table_new(64, free_told);
     for (size_t i = 0; i < npending; i++) {   /* what no group can take: say why, once */
-        if (placed[i] || told(a, fg_json_get_str(pending[i], "metadata", "uid", NULL)))
+        if (placed[i] || told_before(a, told, fg_json_get_str(pending[i], "metadata", "uid", NULL)))
             continue;
         char msg[512] = "pod didn't trigger scale-up:";
         for (size_t v = 0; v < nviews; v++) {
@@ -183,6 +189,9 @@ void fg_sim_autoscaler_scale_up(struct fg_sim_autoscaler *a, struct fg_sim_group
         }
         fg_sim_autoscaler_event(a, pending[i], "Pod", "Normal", "NotTriggerScaleUp", msg);
     }
+    if (a->told)
+        lh_table_free(a->told);
+    a->told = told;   /* pods no longer pending are forgotten */
     free(placed);
     free(pending);
 }

@@ -5,6 +5,7 @@
  * replica of each part), and its client's rate limit is the configuration's clientQPS.
  */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -15,31 +16,60 @@
 #include "e2e/cluster/cm.h"
 #include "e2e/cluster/sim.h"
 
-bool fg_sim_component_enabled(const struct fg_sim_config *cfg, const char *name)
+static enum fg_err controllers_setup(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir,
+                                     char *errmsg)
 {
-    if (!strcmp(name, "controllers"))
-        return cfg->controllers;
-    if (!strcmp(name, "scheduler"))
-        return cfg->scheduler;
-    if (!strcmp(name, "kubelets"))
-        return cfg->kubelets;
-    if (!strcmp(name, "autoscaler"))
-        return cfg->autoscaler;
-    return false;
+    (void)dir;
+    return fg_sim_cm_setup(m, cfg, errmsg);
+}
+
+static enum fg_err scheduler_setup(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir,
+                                   char *errmsg)
+{
+    (void)dir;
+    return fg_sim_scheduler_setup(m, cfg, errmsg);
+}
+
+static enum fg_err autoscaler_setup(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir,
+                                    char *errmsg)
+{
+    (void)dir;
+    return fg_sim_autoscaler_setup(m, cfg, errmsg);
+}
+
+/* Each component: its name, its switch in the config, its setup on a manager. */
+static const struct component {
+    const char *name;
+    size_t on;   /* offset of its bool in struct fg_sim_config */
+    enum fg_err (*setup)(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir, char *errmsg);
+} components[FG_SIM_NCOMPONENTS] = {
+    { "controllers", offsetof(struct fg_sim_config, controllers), controllers_setup },
+    { "scheduler", offsetof(struct fg_sim_config, scheduler), scheduler_setup },
+    { "kubelets", offsetof(struct fg_sim_config, kubelets), fg_sim_kubelets_setup },
+    { "autoscaler", offsetof(struct fg_sim_config, autoscaler), autoscaler_setup },
+};
+
+const char *const fg_sim_component_names[FG_SIM_NCOMPONENTS] = { "controllers", "scheduler", "kubelets", "autoscaler" };
+
+static const struct component *component_named(const char *name)
+{
+    for (size_t i = 0; i < FG_SIM_NCOMPONENTS; i++)
+        if (!strcmp(components[i].name, name))
+            return &components[i];
+    return NULL;
+}
+
+bool *fg_sim_component_switch(struct fg_sim_config *cfg, const char *name)
+{
+    const struct component *c = component_named(name);
+    return c ? (bool *)((char *)cfg + c->on) : NULL;
 }
 
 static enum fg_err setup(struct fg_manager *m, const char *name, const struct fg_sim_config *cfg, const char *dir,
                          char *errmsg)
 {
-    if (!strcmp(name, "controllers"))
-        return fg_sim_cm_setup(m, cfg, errmsg);
-    if (!strcmp(name, "scheduler"))
-        return fg_sim_scheduler_setup(m, cfg, errmsg);
-    if (!strcmp(name, "kubelets"))
-        return fg_sim_kubelets_setup(m, cfg, dir, errmsg);
-    if (!strcmp(name, "autoscaler"))
-        return fg_sim_autoscaler_setup(m, cfg, errmsg);
-    return fg_errmsg(errmsg, FG_E_INVAL, "unknown component \"%s\"", name);
+    const struct component *c = component_named(name);
+    return c ? c->setup(m, cfg, dir, errmsg) : fg_errmsg(errmsg, FG_E_INVAL, "unknown component \"%s\"", name);
 }
 
 int fg_sim_component_main(int argc, char **argv)

@@ -447,9 +447,9 @@ bool fg_sim_config_is_fracgpu_image(const struct fg_sim_config *cfg, const char 
 {
     if (!image)
         return false;
-    size_t repo_len = strcspn(image, "@");
-    const char *colon = strrchr(image, ':');
-    if (colon && colon < image + repo_len && !strchr(colon, '/'))
+    size_t repo_len = strcspn(image, "@");   /* without its digest */
+    const char *colon = memrchr(image, ':', repo_len);
+    if (colon && !memchr(colon, '/', repo_len - (size_t)(colon - image)))
         repo_len = (size_t)(colon - image);   /* a tag, not a registry port */
     for (size_t i = 0; i < cfg->nimages; i++)
         if (strlen(cfg->fracgpu_images[i]) == repo_len && !strncmp(cfg->fracgpu_images[i], image, repo_len))

@@ -105,9 +105,12 @@ static enum fg_err create_pod(struct fg_sim_pod_owner *dc, json_object *ds, cons
     return err;
 }
 
-static enum fg_err delete_pod(struct fg_sim_cm *cm, json_object *ds, json_object *pod)
+/* Deletes pod, once: the deletion is assumed under the daemon set's key until the cache shows it. */
+static enum fg_err delete_pod(struct fg_sim_pod_owner *dc, json_object *ds, const char *key, json_object *pod)
 {
-    return fg_sim_cm_delete_pod(cm, COMPONENT, ds, pod, NULL, NULL, NULL);
+    if (fg_sim_assumed_deleted(dc->assumed, key, fg_json_get_str(pod, "metadata", "uid", NULL)))
+        return FG_OK;
+    return fg_sim_cm_delete_pod(dc->cm, COMPONENT, ds, pod, NULL, dc->assumed, key);
 }
 
 /* The node a daemon pod belongs to: where it is bound, else the node its affinity pins. */
@@ -142,6 +145,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     fg_sim_template_hash(tmpl, 0, hash);
     json_object *nodes = fg_sim_cm_list(&cm->nodes);
     json_object *pods = fg_sim_cm_by_owner(&cm->pods, FG_SIM_INDEX_CONTROLLER, fg_json_get_str(ds, "metadata", "uid", NULL));
+    fg_sim_assumed_settle(dc->assumed, key, pods);
     int64_t min_ready = 0, now = fg_clock_wall_ms();
     fg_json_get_int64(ds, &min_ready, "spec", "minReadySeconds", NULL);
     struct tally t = { 0 };
@@ -163,15 +167,14 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
             claimed[j] = true;
             if (fg_sim_pod_terminating(p))
                 continue;
+            t.misscheduled += !should && !fg_sim_pod_finished(p);
             if (!should || mine || fg_sim_pod_finished(p))
-                err = delete_pod(cm, ds, p);   /* not wanted here, a duplicate, or finished */
+                err = delete_pod(dc, ds, key, p);   /* not wanted here, a duplicate, or finished */
             else
                 mine = p;
         }
-        if (!should) {
-            t.misscheduled += mine != NULL;
+        if (!should)
             continue;
-        }
         t.desired++;
         if (!mine) {
             char *assume_key = fg_asprintf("%s@%s", key, name);
@@ -194,17 +197,17 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     }
     for (size_t j = 0; j < npods && !err; j++)   /* pods of nodes that are gone */
         if (!claimed[j] && !fg_sim_pod_terminating(json_object_array_get_idx(pods, j)))
-            err = delete_pod(cm, ds, json_object_array_get_idx(pods, j));
+            err = delete_pod(dc, ds, key, json_object_array_get_idx(pods, j));
     if (!err && !fg_str_eq(fg_json_get_str(ds, "spec", "updateStrategy", "type", NULL), "OnDelete")) {
         int64_t max_unavailable = 1;
         if (fg_sim_int_or_percent(fg_json_get(ds, "spec", "updateStrategy", "rollingUpdate", "maxUnavailable", NULL),
                                   t.desired, true, 1, &max_unavailable) || max_unavailable < 1)
             max_unavailable = 1;
-        int64_t unavailable = t.desired - t.available;
-        for (size_t i = 0; i < n_old_unavailable && !err; i++, unavailable++)
-            err = delete_pod(cm, ds, old_unavailable[i]);
+        int64_t unavailable = t.desired - t.available;   /* the old unavailable ones among them */
+        for (size_t i = 0; i < n_old_unavailable && !err; i++)
+            err = delete_pod(dc, ds, key, old_unavailable[i]);
         for (size_t i = 0; i < n_old_available && unavailable < max_unavailable && !err; i++, unavailable++)
-            err = delete_pod(cm, ds, old_available[i]);
+            err = delete_pod(dc, ds, key, old_available[i]);
     }
     if (!err) {
         json_object *status = json_object_new_object();

@@ -118,6 +118,8 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
                                                                       .field_selector = "spec.nodeName!=" },
                                        &k->pods, errmsg)))
         return err;
+    if ((err = fg_informer_factory_index(f, k->pods, FG_SIM_INDEX_NODE, fg_index_by_node_name, NULL)))
+        return fg_errmsg(errmsg, err, "cannot index the pods by node");
     atomic_store(&k->instances_changed, true);
     if ((err = fg_informer_add_handler(k->instances, &instance_handler, k)))
         return fg_errmsg(errmsg, err, "cannot watch the instances");

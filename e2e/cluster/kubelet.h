@@ -49,6 +49,8 @@
 
 #define FG_SIM_MAX_CONTAINERS 16
 #define FG_SIM_DIR_MAX 1024   /* the longest working directory path the kubelets take */
+/* The kubelets' pod cache is indexed by spec.nodeName under this name. */
+#define FG_SIM_INDEX_NODE "node"
 #define FG_SIM_ANN_RUN_SECONDS "sim.fracgpu.io/run-seconds"
 #define FG_SIM_ANN_EXIT_CODE "sim.fracgpu.io/exit-code"
 
@@ -84,6 +86,7 @@ struct fg_sim_container {
     uint64_t backoff_ns;
     pid_t pid;                    /* a real process, while running */
     bool child;                   /* pid is our child (not adopted after a restart) */
+    uint64_t starttime;           /* an adopted pid's start time (pidfile.h): a recycled pid is not it */
     bool exited;                  /* the ticker saw it exit; exit_code set */
     /* last state, for containerStatuses[].lastState */
     bool had_last;

@@ -129,6 +129,7 @@ void fg_sim_pod_adopt(struct fg_sim_pod *p, json_object *pod)
         if (fg_sim_pidfile_alive(pidfile, &pid)) {
             c->pid = pid;
             c->child = false;
+            c->starttime = fg_sim_proc_starttime(pid);
         } else {
             c->exited = true;   /* it died while nobody watched */
             c->exit_code = 137;

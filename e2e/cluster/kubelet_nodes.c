@@ -307,6 +307,16 @@ static void retire(struct fg_sim_kubelets *k, struct fg_sim_node *n)
            err && err != FG_E_KUBE_NOT_FOUND ? "not deleted" : "deleted");
 }
 
+/* Pods bound to a node before it registered waited for it: each gets its reconcile now. */
+static void wake_pods_of(struct fg_sim_kubelets *k, const char *node)
+{
+    struct fg_kobj_list l = { 0 };
+    if (fg_store_by_index(fg_informer_store(k->pods), FG_SIM_INDEX_NODE, node, &l) == FG_OK)
+        for (size_t i = 0; i < l.n; i++)
+            fg_manager_controller_enqueue(k->pod_ctl, fg_kobj_key(l.items[i]));
+    fg_kobj_list_cleanup(&l);
+}
+
 /* Adds a node for every instance not known yet. mu held. */
 static void discover(struct fg_sim_kubelets *k, json_object *instance)
 {
@@ -397,6 +407,7 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
                 pthread_mutex_lock(&k->mu);
                 node->registered = true;
                 pthread_mutex_unlock(&k->mu);
+                wake_pods_of(k, node->name);
                 node->next_lease_ns = now;
                 node->next_status_ns = now + k->cfg->kubelet.status_ns;
             }

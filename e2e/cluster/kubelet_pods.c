@@ -91,7 +91,8 @@ void fg_sim_pods_tick(struct fg_sim_kubelets *k)
             if (!c->real || c->state != CONTAINER_RUNNING || c->exited || c->pid <= 0)
                 continue;
             int status = 0;
-            if (c->child ? waitpid(c->pid, &status, WNOHANG) == c->pid : fg_sim_proc_starttime(c->pid) == 0) {
+            if (c->child ? waitpid(c->pid, &status, WNOHANG) == c->pid
+                         : fg_sim_proc_starttime(c->pid) != c->starttime) {
                 c->exited = true;
                 c->exit_code = !c->child ? 137 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
                 changed = true;

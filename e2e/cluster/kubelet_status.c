@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/timefmt.h"
 #include "e2e/cluster/kubelet.h"
+#include "operator/kube/quantity.h"
 #include "e2e/cluster/objects.h"
 
 static const char *const kubelet_conditions[] = { "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready" };
@@ -88,18 +89,24 @@ static json_object *container_status(const struct fg_sim_pod *p, const struct fg
     return s;
 }
 
+/* kube's GetPodQOS: only cpu and memory count, in every container, init containers included;
+ * Guaranteed when every container limits both and requests what it limits. */
 static const char *qos_class(json_object *pod)
 {
     bool any = false, guaranteed = true;
-    json_object *containers = fg_json_get(pod, "spec", "containers", NULL);
-    for (size_t i = 0; i < fg_json_array_len(containers); i++) {
-        json_object *res = fg_json_get(json_object_array_get_idx(containers, i), "resources", NULL);
-        json_object *req = fg_json_get(res, "requests", NULL), *lim = fg_json_get(res, "limits", NULL);
-        any = any || fg_json_object_len(req) || fg_json_object_len(lim);
-        static const char *const names[] = { "cpu", "memory" };
-        for (size_t j = 0; j < 2; j++) {
-            const char *l = fg_json_get_str(lim, names[j], NULL), *r = fg_json_get_str(req, names[j], NULL);
-            guaranteed = guaranteed && l && (!r || !strcmp(l, r));
+    json_object *lists[2] = { fg_json_get(pod, "spec", "initContainers", NULL), fg_json_get(pod, "spec", "containers", NULL) };
+    for (int l = 0; l < 2; l++) {
+        for (size_t i = 0; i < fg_json_array_len(lists[l]); i++) {
+            json_object *res = fg_json_get(json_object_array_get_idx(lists[l], i), "resources", NULL);
+            static const char *const names[] = { "cpu", "memory" };
+            for (size_t j = 0; j < 2; j++) {
+                int64_t req = 0, lim = 0;
+                json_object *r = fg_json_get(res, "requests", names[j], NULL), *q = fg_json_get(res, "limits", names[j], NULL);
+                bool has_req = r && fg_quantity_json(r, &req, NULL) == FG_OK && req != 0;
+                bool has_lim = q && fg_quantity_json(q, &lim, NULL) == FG_OK && lim != 0;
+                any = any || has_req || has_lim;
+                guaranteed = guaranteed && has_lim && (!has_req || req == lim);
+            }
         }
     }
     return !any ? "BestEffort" : guaranteed ? "Guaranteed" : "Burstable";

@@ -24,12 +24,13 @@
 #include "e2e/cluster/config.h"
 #include "operator/manager/manager.h"
 
-/* The components, in start order. */
-#define FG_SIM_COMPONENTS { "controllers", "scheduler", "kubelets", "autoscaler" }
+/* The components' names, in start order. */
 #define FG_SIM_NCOMPONENTS 4
+extern const char *const fg_sim_component_names[FG_SIM_NCOMPONENTS];
 
-/* Is the component called name switched on in cfg? */
-bool fg_sim_component_enabled(const struct fg_sim_config *cfg, const char *name);
+/* The switch in cfg of the component called name (cfg->controllers, ...), or NULL for no such
+ * component. */
+bool *fg_sim_component_switch(struct fg_sim_config *cfg, const char *name);
 
 /* `fracgpu-sim-cluster component NAME ...`: runs one component until SIGTERM; returns the exit status. */
 int fg_sim_component_main(int argc, char **argv);

@@ -14,7 +14,6 @@
  * node's own host directories and its pods' files). The ready line is
  *   fracgpu-sim-cluster: ready: N nodes, kubeconfig FILE, directory DIR
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -40,7 +39,6 @@
 
 #define LOG "sim-cluster"
 
-#define LOG "sim-cluster"
 #define BACKOFF_MAX_NS (30 * FG_NS_PER_S)
 
 /* ---- children ---- */
@@ -83,19 +81,21 @@ static enum fg_err spawn(struct fg_sim_supervisor *s, struct fg_sim_child *c, in
         dup2(out_pipe ? pipefd[1] : log, 1);
         dup2(log, 2);
         execv(c->argv[0], c->argv);
-        dprintf(2, "cannot run %s: %s\n", c->argv[0], strerror(errno));
+        static const char why[] = "fracgpu-sim-cluster: cannot run the part's program\n";
+        ssize_t ignored = write(2, why, sizeof why - 1);   /* only async-signal-safe calls here */
+        (void)ignored;
         _exit(127);
     }
     close(log);
-    if (out_pipe) {
+    if (out_pipe)
         close(pipefd[1]);
-        *out_pipe = pipefd[0];
-    }
     if (pid < 0) {
         if (out_pipe)
             close(pipefd[0]);
         return FG_E_IO;
     }
+    if (out_pipe)
+        *out_pipe = pipefd[0];
     c->pid = pid;
     c->restart_at_ns = 0;
     fg_log(FG_LOG_INFO, LOG, "started %s (pid %d)", c->name, (int)pid);
@@ -297,9 +297,9 @@ int fg_sim_supervisor_main(int argc, char **argv)
         fg_errmsg(errmsg, err, "the test API server did not start (see %s/logs/apiserver.log)", s.dir);
     if (!err)
         err = launch_fleet(&s, errmsg);
-    const char *names[] = FG_SIM_COMPONENTS;
+    const char *const *names = fg_sim_component_names;
     for (size_t i = 0; i < FG_SIM_NCOMPONENTS && !err; i++) {
-        if (!fg_sim_component_enabled(&s.cfg, names[i]))
+        if (!*fg_sim_component_switch(&s.cfg, names[i]))
             continue;
         if ((err = start_component(&s, add_child(&s, names[i]))))
             fg_errmsg(errmsg, err, "cannot start %s", names[i]);

@@ -56,8 +56,7 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *config = NULL, *dir = NULL, *kubeconfig = NULL, *fracgpu = NULL;
-    const char *disabled[FG_SIM_NCOMPONENTS];
-    size_t ndisabled = 0;
+    bool disabled[FG_SIM_NCOMPONENTS] = { false };
     long nodes = -1;
     int64_t ms;
     char *end, why[FG_ERRMSG_MAX];
@@ -79,16 +78,18 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
                 return 2;
             }
             break;
-        case 'x':
-            if (!fg_sim_component_enabled(&(struct fg_sim_config){ .controllers = true, .scheduler = true,
-                                                                   .kubelets = true, .autoscaler = true },
-                                          optarg)) {
+        case 'x': {
+            size_t part = 0;
+            while (part < FG_SIM_NCOMPONENTS && strcmp(fg_sim_component_names[part], optarg))
+                part++;
+            if (part == FG_SIM_NCOMPONENTS) {
                 fprintf(stderr, "fracgpu-sim-cluster: --disable wants controllers, scheduler, kubelets or autoscaler, "
                                 "got \"%s\"\n", optarg);
                 return 2;
             }
-            disabled[ndisabled++ % FG_SIM_NCOMPONENTS] = optarg;
+            disabled[part] = true;
             break;
+        }
         case 'r':
             if (fg_duration_parse(optarg, &ms, why) != FG_OK) {
                 fprintf(stderr, "fracgpu-sim-cluster: --ready-timeout: %s\n", why);
@@ -123,12 +124,9 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
         g->min_size = g->min_size < (unsigned)nodes ? g->min_size : (unsigned)nodes;
         g->max_size = g->max_size > (unsigned)nodes ? g->max_size : (unsigned)nodes;
     }
-    for (size_t i = 0; i < ndisabled && i < FG_SIM_NCOMPONENTS; i++) {
-        s->cfg.controllers = s->cfg.controllers && strcmp(disabled[i], "controllers");
-        s->cfg.scheduler = s->cfg.scheduler && strcmp(disabled[i], "scheduler");
-        s->cfg.kubelets = s->cfg.kubelets && strcmp(disabled[i], "kubelets");
-        s->cfg.autoscaler = s->cfg.autoscaler && strcmp(disabled[i], "autoscaler");
-    }
+    for (size_t i = 0; i < FG_SIM_NCOMPONENTS; i++)
+        if (disabled[i])
+            *fg_sim_component_switch(&s->cfg, fg_sim_component_names[i]) = false;
     if (!s->apiserver_bin[0])
         beside_self(s->apiserver_bin, sizeof s->apiserver_bin, "fracgpu-test-apiserver");
     if (fracgpu || !s->cfg.fracgpu_binary[0]) {

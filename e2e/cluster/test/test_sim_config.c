@@ -36,6 +36,7 @@ static void test_defaults(void **state)
     assert_true(c.controllers && c.scheduler && c.kubelets && c.autoscaler);
     assert_true(fg_sim_config_is_fracgpu_image(&c, "ghcr.io/fracgpu/fracgpu:0.1.0"));
     assert_true(fg_sim_config_is_fracgpu_image(&c, "ghcr.io/fracgpu/fracgpu@sha256:abc"));
+    assert_true(fg_sim_config_is_fracgpu_image(&c, "ghcr.io/fracgpu/fracgpu:0.1.0@sha256:abc"));
     assert_true(fg_sim_config_is_fracgpu_image(&c, "ghcr.io/fracgpu/fracgpu"));
     assert_false(fg_sim_config_is_fracgpu_image(&c, "ghcr.io/fracgpu/fracgpu-other:1"));
     assert_false(fg_sim_config_is_fracgpu_image(&c, "nginx"));
@@ -118,6 +119,7 @@ static void test_bad_input(void **state)
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, gpu: {memory: -1}}]\n", "gpu.memory" },
         { "kubelet: {leaseInterval: 10}\n", "kubelet.leaseInterval: a duration" },
         { "kubelet: {leaseInterval: 0s}\n", "must be positive" },
+        { "kubelet: {crashLoopBackoff: 0s}\n", "must be positive" },
         { "autoscaler: {scanInterval: soon}\n", "autoscaler.scanInterval" },
         { "autoscaler: {enabled: yes}\n", "autoscaler.enabled: true or false" },
         { "fracgpuImages: example.com/x\n", "fracgpuImages" },
