@@ -36,36 +36,11 @@
 #include "operator/kube/resource.h"
 #include "operator/kube/resources.h"
 
-static json_object *parse(struct fg_kobj *o)
-{
-    json_object *obj = NULL;
-    return fg_kobj_parse(o, &obj, NULL) == FG_OK ? obj : NULL;
-}
-
-static json_object *list_store(struct fg_informer *inf)
-{
-    struct fg_kobj_list l = { 0 };
-    fg_store_list(fg_informer_store(inf), &l);
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < l.n; i++) {
-        json_object *o = parse(l.items[i]);
-        if (o)
-            json_object_array_add(arr, o);
-    }
-    fg_kobj_list_cleanup(&l);
-    return arr;
-}
-
 static json_object *template_node(const struct fg_sim_group *g)
 {
-    json_object *n = json_object_new_object();
     char name[128];
     snprintf(name, sizeof name, "template-node-for-%s", g->name);
-    json_object *meta = fg_json_ensure_obj(n, "metadata");
-    fg_json_set_str(meta, "name", name);
-    json_object_object_add(meta, "labels", fg_sim_cloud_node_labels(g, name));
-    json_object_object_add(fg_json_ensure_obj(n, "spec"), "taints", json_object_get(g->taints));
-    return n;
+    return fg_sim_cloud_node_shape(g, name);
 }
 
 bool fg_sim_autoscaler_fits(json_object *pod, json_object *node, const struct fg_resources *room, const char **why)
@@ -156,8 +131,8 @@ static struct fg_sim_node_room *node_rooms(json_object *nodes, json_object *pods
 static void scan(void *ud)
 {
     struct fg_sim_autoscaler *a = ud;
-    json_object *pods = list_store(a->pods), *nodes = list_store(a->nodes), *instances = list_store(a->instances);
-    json_object *daemonsets = list_store(a->daemonsets);
+    json_object *pods = fg_sim_cm_list(&a->pods), *nodes = fg_sim_cm_list(&a->nodes);
+    json_object *instances = fg_sim_cm_list(&a->instances), *daemonsets = fg_sim_cm_list(&a->daemonsets);
     struct fg_sim_group_view views[FG_SIM_MAX_GROUPS];
     size_t nviews = a->cfg->ngroups;
     for (size_t g = 0; g < nviews; g++) {
@@ -207,20 +182,25 @@ static void autoscaler_free(void *ud)
 enum fg_err fg_sim_autoscaler_setup(struct fg_manager *m, const struct fg_sim_config *cfg, char *errmsg)
 {
     struct fg_sim_autoscaler *a = fg_calloc(1, sizeof *a);
-    a->m = m;
     a->cfg = cfg;
     a->client = fg_manager_client(m);
     fg_manager_on_free(m, autoscaler_free, a);
     struct fg_informer_factory *f = fg_manager_informers(m);
     enum fg_err err;
-    if ((err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_pods }, &a->pods, errmsg)) ||
-        (err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_nodes }, &a->nodes, errmsg)) ||
-        (err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_daemonsets }, &a->daemonsets,
+    a->pods.res = &fg_kube_pods;
+    a->nodes.res = &fg_kube_nodes;
+    a->daemonsets.res = &fg_kube_daemonsets;
+    a->instances.res = &fg_kube_configmaps;
+    if ((err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_pods }, &a->pods.inf,
                                        errmsg)) ||
+        (err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_nodes }, &a->nodes.inf,
+                                       errmsg)) ||
+        (err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_daemonsets },
+                                       &a->daemonsets.inf, errmsg)) ||
         (err = fg_informer_factory_get(f, &(struct fg_informer_want){ .resource = &fg_kube_configmaps,
                                                                       .ns = FG_SIM_CLOUD_NAMESPACE,
                                                                       .label_selector = FG_SIM_CLOUD_SELECTOR },
-                                       &a->instances, errmsg)))
+                                       &a->instances.inf, errmsg)))
         return err;
     return fg_manager_add_periodic(m, &(struct fg_periodic){ .name = "autoscaler", .leader_only = true,
                                                               .period_ns = cfg->autoscale.scan_ns, .run = scan, .ud = a },

@@ -13,6 +13,7 @@
 #include <json-c/linkhash.h>
 
 #include "e2e/cluster/cloud.h"
+#include "e2e/cluster/cm.h"
 #include "e2e/cluster/sim.h"
 #include "operator/kube/resources.h"
 
@@ -27,10 +28,9 @@ struct fg_sim_unneeded {
 };
 
 struct fg_sim_autoscaler {
-    struct fg_manager *m;
     const struct fg_sim_config *cfg;
     struct fg_kube_client *client;
-    struct fg_informer *pods, *nodes, *instances, *daemonsets;
+    struct fg_sim_cache pods, nodes, instances, daemonsets;
     int64_t last_scale_up_ms;
     struct fg_sim_unneeded unneeded[FG_SIM_AUTOSCALER_MAX_TRACKED];
     size_t nunneeded;

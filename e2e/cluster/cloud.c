@@ -3,7 +3,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/random.h>
 
 #include "base/buf.h"
@@ -119,4 +118,14 @@ json_object *fg_sim_cloud_node_labels(const struct fg_sim_group *g, const char *
     fg_json_set_str(labels, "node.kubernetes.io/instance-type", g->name);
     fg_json_set_str(labels, FG_SIM_LABEL_GROUP, g->name);
     return labels;
+}
+
+json_object *fg_sim_cloud_node_shape(const struct fg_sim_group *g, const char *name)
+{
+    json_object *n = json_object_new_object();
+    json_object *meta = fg_json_ensure_obj(n, "metadata");
+    fg_json_set_str(meta, "name", name);
+    json_object_object_add(meta, "labels", fg_sim_cloud_node_labels(g, name));
+    json_object_object_add(fg_json_ensure_obj(n, "spec"), "taints", json_object_get(g->taints));
+    return n;
 }

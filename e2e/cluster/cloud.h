@@ -35,6 +35,9 @@ const char *fg_sim_cloud_group(json_object *instance);
  * (kubernetes.io/hostname, os, arch, node.kubernetes.io/instance-type, the node group); a new object.
  * The autoscaler judges a group's template node by the same labels. */
 json_object *fg_sim_cloud_node_labels(const struct fg_sim_group *g, const char *node);
+/* A node of group g called name as scheduling reads it: its name, labels and taints (a new object;
+ * the autoscaler's template node, the kubelet's view of its own node at admission). */
+json_object *fg_sim_cloud_node_shape(const struct fg_sim_group *g, const char *name);
 /* How many instances of group exist (a live list); -1 on failure. */
 long fg_sim_cloud_count(struct fg_kube_client *c, const char *group);
 

@@ -31,12 +31,11 @@ static enum fg_err informer(struct fg_sim_cm *cm, const struct fg_kube_resource 
     return err;
 }
 
-enum fg_err fg_sim_cm_setup(struct fg_manager *m, const struct fg_sim_config *cfg, char *errmsg)
+enum fg_err fg_sim_cm_setup(struct fg_manager *m, char *errmsg)
 {
     struct fg_sim_cm *cm = fg_calloc(1, sizeof *cm);
     fg_manager_on_free(m, free, cm);
     cm->m = m;
-    cm->cfg = cfg;
     cm->client = fg_manager_client(m);
     cm->workers = WORKERS;
     enum fg_err err;
@@ -222,8 +221,3 @@ enum fg_err fg_sim_cm_delete_pod(struct fg_sim_cm *cm, const char *component, js
     return FG_OK;
 }
 
-char *fg_sim_key(json_object *obj)
-{
-    return fg_kobj_make_key(fg_json_get_str(obj, "metadata", "namespace", NULL),
-                            fg_json_get_str(obj, "metadata", "name", NULL));
-}

@@ -1,5 +1,5 @@
 /*
- * cm — the simulated kube-controller-manager: one process (`--component controllers`) whose
+ * cm — the simulated kube-controller-manager: one process (`component controllers`) whose
  * controllers turn workloads into pods and clean up after them, as kube's do, through the API only.
  *
  * Every controller shares one set of informers (pods, replica sets, deployments, stateful sets,
@@ -14,7 +14,8 @@
  *   gc.c           the garbage collector: dependents of vanished owners, foreground and orphan
  *                  deletion;
  *   podgc.c        pods bound to nodes that no longer exist;
- *   endpointslice.c  Service → EndpointSlices of its ready pods.
+ *   endpointslice.c  Service → EndpointSlices of its pods with addresses, each with its ready,
+ *                  serving and terminating conditions.
  * The helpers below read the shared caches; reconcilers write through the synchronous client.
  */
 #ifndef FG_SIM_CM_H
@@ -24,7 +25,6 @@
 #include <stdbool.h>
 
 #include "base/err.h"
-#include "e2e/cluster/config.h"
 #include "e2e/cluster/objects.h"
 #include "operator/cache/informer.h"
 #include "operator/kube/client.h"
@@ -40,14 +40,13 @@ struct fg_sim_cache {
 
 struct fg_sim_cm {
     struct fg_manager *m;
-    const struct fg_sim_config *cfg;
     struct fg_kube_client *client;
     struct fg_sim_cache pods, replicasets, deployments, statefulsets, daemonsets, jobs, nodes, services, slices;
     unsigned workers;
 };
 
 /* Builds the controller manager on m: informers, indexes, then every controller's setup. */
-enum fg_err fg_sim_cm_setup(struct fg_manager *m, const struct fg_sim_config *cfg, char *errmsg) FG_MUST_USE;
+enum fg_err fg_sim_cm_setup(struct fg_manager *m, char *errmsg) FG_MUST_USE;
 
 /* Each controller's setup (called by fg_sim_cm_setup). */
 enum fg_err fg_sim_deployment_setup(struct fg_sim_cm *cm, char *errmsg) FG_MUST_USE;
@@ -105,7 +104,5 @@ enum fg_err fg_sim_cm_delete_pod(struct fg_sim_cm *cm, const char *component, js
  * logged at debug level. */
 void fg_sim_cm_event(struct fg_sim_cm *cm, const char *component, json_object *obj, const char *type,
                      const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-/* The key ("ns/name") of obj; caller frees. */
-char *fg_sim_key(json_object *obj);
 
 #endif

@@ -19,8 +19,9 @@
 static enum fg_err controllers_setup(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir,
                                      char *errmsg)
 {
+    (void)cfg;
     (void)dir;
-    return fg_sim_cm_setup(m, cfg, errmsg);
+    return fg_sim_cm_setup(m, errmsg);
 }
 
 static enum fg_err scheduler_setup(struct fg_manager *m, const struct fg_sim_config *cfg, const char *dir,

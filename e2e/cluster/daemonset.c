@@ -221,12 +221,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         json_object_object_add(status, "numberAvailable", json_object_new_int64(t.available));
         json_object_object_add(status, "numberUnavailable", json_object_new_int64(t.desired - t.available));
         json_object_object_add(status, "updatedNumberScheduled", json_object_new_int64(t.updated));
-        bool same = true;
-        json_object_object_foreach(status, k, v) {
-            int64_t have = -1;
-            same = same && fg_json_get_int64(ds, &have, "status", k, NULL) && have == json_object_get_int64(v);
-        }
-        if (!same)
+        if (!fg_sim_status_holds(ds, status))
             err = fg_sim_patch_status(cm->client, &fg_kube_daemonsets, ds, status);
         json_object_put(status);
     }

@@ -27,7 +27,6 @@
 
 #include "base/clock.h"
 #include "base/json.h"
-#include "base/log.h"
 #include "base/mem.h"
 #include "base/timefmt.h"
 #include "e2e/cluster/cm.h"
@@ -49,13 +48,6 @@ struct plan {
     uint64_t requeue_ns;        /* look again then (Recreate waiting for old pods to be gone) */
 };
 
-static int64_t int_at(json_object *o, const char *a, const char *b, int64_t dflt)
-{
-    int64_t v = dflt;
-    fg_json_get_int64(o, &v, a, b, NULL);
-    return v;
-}
-
 static int64_t revision(json_object *rs)
 {
     const char *s = fg_json_get_str(rs, "metadata", "annotations", ANN_REVISION, NULL);
@@ -71,7 +63,7 @@ static int cmp_oldest(const void *a, const void *b)
 /* Sets spec.replicas (and the revision annotations) of rs, with an event when the count changes. */
 static enum fg_err scale(struct fg_sim_cm *cm, struct plan *p, json_object *rs, int64_t replicas, int64_t rev)
 {
-    int64_t before = int_at(rs, "spec", "replicas", 1);
+    int64_t before = fg_sim_int_at(rs, "spec", "replicas", 1);
     char buf[32];
     json_object *patch = json_object_new_object(), *meta = fg_json_ensure_obj(patch, "metadata");
     json_object *ann = fg_json_ensure_obj(meta, "annotations");
@@ -140,7 +132,7 @@ static enum fg_err create_new_rs(struct fg_sim_cm *cm, struct plan *p, int64_t r
     fg_json_set_str(ann, ANN_MAX, buf);
     json_object *spec = fg_json_ensure_obj(rs, "spec");
     json_object_object_add(spec, "replicas", json_object_new_int64(replicas));
-    int64_t min_ready = int_at(p->d, "spec", "minReadySeconds", 0);
+    int64_t min_ready = fg_sim_int_at(p->d, "spec", "minReadySeconds", 0);
     if (min_ready)
         json_object_object_add(spec, "minReadySeconds", json_object_new_int64(min_ready));
     json_object *selector = NULL;
@@ -168,9 +160,9 @@ static enum fg_err create_new_rs(struct fg_sim_cm *cm, struct plan *p, int64_t r
 static int64_t sum(struct plan *p, const char *a, const char *b)
 {
     int64_t dflt = !strcmp(a, "spec") ? 1 : 0;
-    int64_t n = p->new_rs ? int_at(p->new_rs, a, b, dflt) : 0;
+    int64_t n = p->new_rs ? fg_sim_int_at(p->new_rs, a, b, dflt) : 0;
     for (size_t i = 0; i < p->nold; i++)
-        n += int_at(p->old[i], a, b, dflt);
+        n += fg_sim_int_at(p->old[i], a, b, dflt);
     return n;
 }
 
@@ -179,7 +171,7 @@ static enum fg_err rolling_update(struct fg_sim_cm *cm, struct plan *p)
     enum fg_err err = FG_OK;
     /* the new set up, within maxSurge */
     if (p->new_rs) {
-        int64_t cur = int_at(p->new_rs, "spec", "replicas", 1), want = cur;
+        int64_t cur = fg_sim_int_at(p->new_rs, "spec", "replicas", 1), want = cur;
         if (cur > p->desired) {
             want = p->desired;
         } else if (cur < p->desired) {
@@ -194,15 +186,15 @@ static enum fg_err rolling_update(struct fg_sim_cm *cm, struct plan *p)
         return err;
     /* old sets down, keeping replicas - maxUnavailable available */
     int64_t min_available = p->desired - p->max_unavailable;
-    int64_t new_unavailable = p->new_rs ? int_at(p->new_rs, "spec", "replicas", 1) -
-                                              int_at(p->new_rs, "status", "availableReplicas", 0)
+    int64_t new_unavailable = p->new_rs ? fg_sim_int_at(p->new_rs, "spec", "replicas", 1) -
+                                              fg_sim_int_at(p->new_rs, "status", "availableReplicas", 0)
                                         : 0;
     int64_t max_down = sum(p, "spec", "replicas") - min_available - (new_unavailable > 0 ? new_unavailable : 0);
     if (max_down <= 0)
         return FG_OK;
     for (size_t i = 0; i < p->nold && max_down > 0 && !err; i++) {   /* unhealthy old pods first */
-        int64_t cur = int_at(p->old[i], "spec", "replicas", 1);
-        int64_t unhealthy = cur - int_at(p->old[i], "status", "availableReplicas", 0);
+        int64_t cur = fg_sim_int_at(p->old[i], "spec", "replicas", 1);
+        int64_t unhealthy = cur - fg_sim_int_at(p->old[i], "status", "availableReplicas", 0);
         int64_t down = unhealthy < max_down ? unhealthy : max_down;
         if (down > 0 && cur > 0) {
             err = scale(cm, p, p->old[i], cur - down, 0);
@@ -212,7 +204,7 @@ static enum fg_err rolling_update(struct fg_sim_cm *cm, struct plan *p)
     int64_t available = sum(p, "status", "availableReplicas");
     int64_t total_down = available - min_available;
     for (size_t i = 0; i < p->nold && total_down > 0 && max_down > 0 && !err; i++) {
-        int64_t cur = int_at(p->old[i], "spec", "replicas", 1);
+        int64_t cur = fg_sim_int_at(p->old[i], "spec", "replicas", 1);
         int64_t down = cur < total_down ? cur : total_down;
         down = down < max_down ? down : max_down;
         if (down > 0) {
@@ -243,9 +235,9 @@ static enum fg_err recreate(struct fg_sim_cm *cm, struct plan *p)
 {
     enum fg_err err = FG_OK;
     for (size_t i = 0; i < p->nold && !err; i++)
-        if (int_at(p->old[i], "spec", "replicas", 1) > 0)
+        if (fg_sim_int_at(p->old[i], "spec", "replicas", 1) > 0)
             err = scale(cm, p, p->old[i], 0, 0);
-    if (err || !p->new_rs || int_at(p->new_rs, "spec", "replicas", 1) == p->desired)
+    if (err || !p->new_rs || fg_sim_int_at(p->new_rs, "spec", "replicas", 1) == p->desired)
         return err;
     if (old_pods_running(cm, p)) {
         p->requeue_ns = RECREATE_POLL_NS;   /* a pod's deletion reaches its set, not its deployment */
@@ -257,12 +249,12 @@ static enum fg_err recreate(struct fg_sim_cm *cm, struct plan *p)
 /* Deletes old sets scaled to 0 beyond revisionHistoryLimit, oldest first. */
 static void cleanup_history(struct fg_sim_cm *cm, struct plan *p)
 {
-    int64_t limit = int_at(p->d, "spec", "revisionHistoryLimit", 10);
+    int64_t limit = fg_sim_int_at(p->d, "spec", "revisionHistoryLimit", 10);
     size_t idle = 0;
     for (size_t i = 0; i < p->nold; i++)
-        idle += int_at(p->old[i], "spec", "replicas", 1) == 0 && int_at(p->old[i], "status", "replicas", 0) == 0;
+        idle += fg_sim_int_at(p->old[i], "spec", "replicas", 1) == 0 && fg_sim_int_at(p->old[i], "status", "replicas", 0) == 0;
     for (size_t i = 0; i < p->nold && (int64_t)idle > limit; i++) {
-        if (int_at(p->old[i], "spec", "replicas", 1) == 0 && int_at(p->old[i], "status", "replicas", 0) == 0 &&
+        if (fg_sim_int_at(p->old[i], "spec", "replicas", 1) == 0 && fg_sim_int_at(p->old[i], "status", "replicas", 0) == 0 &&
             fg_sim_delete(cm->client, &fg_kube_replicasets, p->old[i], "Background") == FG_OK)
             idle--;
     }
@@ -283,10 +275,10 @@ static json_object *condition(json_object *d, const char *type, bool ok, const c
 static enum fg_err write_status(struct fg_sim_cm *cm, struct plan *p, bool created_new, uint32_t collisions)
 {
     int64_t replicas = sum(p, "status", "replicas"), available = sum(p, "status", "availableReplicas");
-    int64_t updated = p->new_rs ? int_at(p->new_rs, "status", "replicas", 0) : 0;
-    int64_t new_available = p->new_rs ? int_at(p->new_rs, "status", "availableReplicas", 0) : 0;
+    int64_t updated = p->new_rs ? fg_sim_int_at(p->new_rs, "status", "replicas", 0) : 0;
+    int64_t new_available = p->new_rs ? fg_sim_int_at(p->new_rs, "status", "availableReplicas", 0) : 0;
     json_object *status = json_object_new_object();
-    json_object_object_add(status, "observedGeneration", json_object_new_int64(int_at(p->d, "metadata", "generation", 1)));
+    json_object_object_add(status, "observedGeneration", json_object_new_int64(fg_sim_int_at(p->d, "metadata", "generation", 1)));
     json_object_object_add(status, "replicas", json_object_new_int64(replicas));
     json_object_object_add(status, "updatedReplicas", json_object_new_int64(updated));
     json_object_object_add(status, "readyReplicas", json_object_new_int64(sum(p, "status", "readyReplicas")));
@@ -322,23 +314,7 @@ static enum fg_err write_status(struct fg_sim_cm *cm, struct plan *p, bool creat
     json_object_object_add(status, "conditions", conds);
 
     /* write only when something other than the timestamps changed */
-    json_object *old = fg_json_get(p->d, "status", NULL);
-    bool same = old != NULL;
-    json_object_object_foreach(status, k, v) {
-        if (!strcmp(k, "conditions")) {
-            for (size_t i = 0; same && i < json_object_array_length(v); i++) {
-                json_object *c = json_object_array_get_idx(v, i);
-                json_object *was = fg_sim_condition(p->d, fg_json_get_str(c, "type", NULL));
-                same = was && fg_str_eq(fg_json_get_str(was, "status", NULL), fg_json_get_str(c, "status", NULL)) &&
-                       fg_str_eq(fg_json_get_str(was, "reason", NULL), fg_json_get_str(c, "reason", NULL)) &&
-                       fg_str_eq(fg_json_get_str(was, "message", NULL), fg_json_get_str(c, "message", NULL));
-            }
-        } else {
-            int64_t have = -1;
-            same = same && fg_json_get_int64(old, &have, k, NULL) && have == json_object_get_int64(v);
-        }
-    }
-    enum fg_err err = same ? FG_OK : fg_sim_patch_status(cm->client, &fg_kube_deployments, p->d, status);
+    enum fg_err err = fg_sim_status_holds(p->d, status) ? FG_OK : fg_sim_patch_status(cm->client, &fg_kube_deployments, p->d, status);
     json_object_put(status);
     return err;
 }
@@ -351,8 +327,8 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         json_object_put(p.d);
         return fg_reconcile_ok();
     }
-    p.desired = int_at(p.d, "spec", "replicas", 1);
-    uint32_t collisions = (uint32_t)int_at(p.d, "status", "collisionCount", 0);
+    p.desired = fg_sim_int_at(p.d, "spec", "replicas", 1);
+    uint32_t collisions = (uint32_t)fg_sim_int_at(p.d, "status", "collisionCount", 0);
     fg_sim_template_hash(fg_json_get(p.d, "spec", "template", NULL), collisions, p.hash);
     bool recreate_strategy = fg_str_eq(fg_json_get_str(p.d, "spec", "strategy", "type", NULL), "Recreate");
     json_object *ru = fg_json_get(p.d, "spec", "strategy", "rollingUpdate", NULL);
@@ -413,7 +389,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     } else if (!err && !paused) {
         int64_t rev = max_old_revision(&p);
         if (revision(p.new_rs) <= rev)   /* a rollback to an older template: it becomes the newest revision */
-            err = scale(cm, &p, p.new_rs, int_at(p.new_rs, "spec", "replicas", 1), rev + 1);
+            err = scale(cm, &p, p.new_rs, fg_sim_int_at(p.new_rs, "spec", "replicas", 1), rev + 1);
         if (!err)
             err = recreate_strategy ? recreate(cm, &p) : rolling_update(cm, &p);
         if (!err)

@@ -1,10 +1,12 @@
 /*
- * hostdir — `mkdir -p` for the simulated hosts' directories (hostdir.h).
+ * hostdir — `mkdir -p` for the simulated hosts' directories, and this program's place (hostdir.h).
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "e2e/cluster/hostdir.h"
 
@@ -42,4 +44,19 @@ int fg_sim_mkdir_p(const char *path)
         *p = '/';
     }
     return make_one(tmp);
+}
+
+void fg_sim_self_path(char *out, size_t size, const char *name)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    if (!name) {
+        snprintf(out, size, "%s", self);
+        return;
+    }
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(out, size, "%s/%s", self, name);
 }

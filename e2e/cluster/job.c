@@ -201,13 +201,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     if (conds_changed)
         json_object_object_add(status, "conditions", json_object_get(conds));
     json_object_put(conds);
-    bool same = !conds_changed && (suspended ? !start : start != NULL);
-    json_object_object_foreach(status, k, v) {
-        int64_t have = -1;
-        if (json_object_is_type(v, json_type_int))
-            same = same && fg_json_get_int64(job, &have, "status", k, NULL) && have == json_object_get_int64(v);
-    }
-    if (!err && !same)
+    if (!err && !fg_sim_status_holds(job, status))
         err = fg_sim_patch_status(jc->cm->client, &fg_kube_jobs, job, status);
     json_object_put(status);
     free(active);

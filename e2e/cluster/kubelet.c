@@ -93,13 +93,7 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
         return fg_errmsg(errmsg, FG_E_IO, "cannot use %s as the working directory (missing, or longer than %d bytes)",
                          dir, FG_SIM_DIR_MAX - 1);
     memcpy(k->dir, real, strlen(real) + 1);
-    char self[PATH_MAX] = "";
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(k->lib_dir, sizeof k->lib_dir, "%s/../lib", self);
+    fg_sim_self_path(k->lib_dir, sizeof k->lib_dir, "../lib");
     enum fg_err err = credentials(k, errmsg);
     if (err)
         return err;

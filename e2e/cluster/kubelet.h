@@ -1,6 +1,6 @@
 /*
  * kubelet — the simulated kubelets: one per instance of the simulated cloud, all in one process
- * (`--component kubelets`), sharing one cache of every bound pod, as KWOK-style simulators do.
+ * (`component kubelets`), sharing one cache of every bound pod, as KWOK-style simulators do.
  *
  * kubelet_nodes.c  boots a node per instance: registers the Node (capacity, allocatable, labels,
  *                  taints, addresses, Ready), renews its Lease in kube-node-lease, reports status,
@@ -22,9 +22,9 @@
  * (podnet.c) makes a pod's process bind its own IP, so pods on one machine listen on the same port as
  * they would on a cluster.
  *
- * Locking: `mu` guards the node and pod tables; API calls and probes run outside it. A pod's state
- * is changed only by the reconcile of its key (the work queue never runs one key twice at once) and
- * by the ticker's reaping, both under mu.
+ * Locking: `mu` guards the node and pod tables; API calls, probes and the start of a real process
+ * run outside it. A pod's state is changed only by the reconcile of its key (the work queue never
+ * runs one key twice at once) and by the ticker's reaping, both under mu.
  */
 #ifndef FG_SIM_KUBELET_H
 #define FG_SIM_KUBELET_H

@@ -21,17 +21,6 @@
 #include "operator/kube/nodematch.h"
 #include "operator/kube/quantity.h"
 
-/* What admission reads of the node: its name, labels and taints, as it registered them. */
-static json_object *admission_node(const struct fg_sim_node *node)
-{
-    json_object *n = json_object_new_object();
-    json_object *meta = fg_json_ensure_obj(n, "metadata");
-    fg_json_set_str(meta, "name", node->name);
-    json_object_object_add(meta, "labels", fg_sim_cloud_node_labels(node->group, node->name));
-    json_object_object_add(fg_json_ensure_obj(n, "spec"), "taints", json_object_get(node->group->taints));
-    return n;
-}
-
 /* NULL when pod fits node next to the pods admitted there; else the reason (in reason when it is
  * made for the resource short), and why in message. */
 static const char *admit(struct fg_sim_node *node, json_object *node_json, json_object *pod,
@@ -73,7 +62,7 @@ static const char *admit(struct fg_sim_node *node, json_object *node_json, json_
 
 bool fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_sim_pod *p)
 {
-    json_object *node_json = admission_node(node);
+    json_object *node_json = fg_sim_cloud_node_shape(node->group, node->name);
     const char *reason = admit(node, node_json, pod, &p->requests, p->reject_reason, sizeof p->reject_reason,
                                p->reject_message, sizeof p->reject_message);
     json_object_put(node_json);

@@ -298,7 +298,8 @@ static void retire(struct fg_sim_kubelets *k, struct fg_sim_node *n)
 {
     char *path = fg_kube_path(&fg_kube_leases, LEASE_NAMESPACE, n->name, NULL, NULL);
     enum fg_err lease_err = fg_kube_delete(k->client, path, NULL, NULL, NULL);
-    (void)lease_err;   /* the garbage collector takes a lease left behind with its node */
+    (void)lease_err;   /* best effort: kube's garbage collector would take a lease left behind (it is
+                          owned by its Node); this one does not watch Leases */
     free(path);
     path = fg_kube_path(&fg_kube_nodes, NULL, n->name, NULL, NULL);
     enum fg_err err = fg_kube_delete(k->client, path, NULL, NULL, NULL);

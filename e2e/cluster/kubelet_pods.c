@@ -72,7 +72,7 @@ void fg_sim_pods_kill_all(struct fg_sim_kubelets *k, struct fg_sim_node *node)
 {
     for (size_t i = 0; i < k->npods; i++) {
         struct fg_sim_pod *p = k->pods_v[i];
-        if (node && p->node != node)
+        if (p->node != node)
             continue;
         kill_processes(p, SIGKILL);
         p->node = NULL;   /* the node's table of addresses and its charges go with it */
@@ -120,21 +120,6 @@ static enum fg_err write_status(struct fg_sim_kubelets *k, const char *key, json
     free(path);
     json_object_put(patch);
     return err == FG_E_KUBE_NOT_FOUND ? FG_OK : err;
-}
-
-/* Deletes the pod for good once its containers are stopped (grace period 0, its uid as precondition). */
-static enum fg_err finish_deletion(struct fg_sim_kubelets *k, json_object *pod)
-{
-    json_object *opts = json_object_new_object(), *pre = json_object_new_object();
-    json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int(0));
-    fg_json_set_str(pre, "uid", fg_json_get_str(pod, "metadata", "uid", NULL));
-    json_object_object_add(opts, "preconditions", pre);
-    char *path = fg_kube_path(&fg_kube_pods, fg_json_get_str(pod, "metadata", "namespace", NULL),
-                              fg_json_get_str(pod, "metadata", "name", NULL), NULL, NULL);
-    enum fg_err err = fg_kube_delete(k->client, path, opts, NULL, NULL);
-    free(path);
-    json_object_put(opts);
-    return err == FG_E_KUBE_NOT_FOUND || err == FG_E_KUBE_CONFLICT ? FG_OK : err;
 }
 
 static void event(struct fg_sim_kubelets *k, json_object *pod, const char *node, const char *type, const char *reason,
@@ -316,7 +301,7 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     if (fg_sim_pod_terminating(pod)) {
         bool alive = stopping(p, pod, now);
         pthread_mutex_unlock(&k->mu);
-        res = alive ? fg_reconcile_requeue_after(POLL_NS) : fg_reconcile_error(finish_deletion(k, pod));
+        res = alive ? fg_reconcile_requeue_after(POLL_NS) : fg_reconcile_error(fg_sim_delete_now(k->client, &fg_kube_pods, pod));
         json_object_put(pod);
         return res;
     }

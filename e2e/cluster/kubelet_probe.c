@@ -6,7 +6,6 @@
  */
 #include <curl/curl.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "base/json.h"
 #include "e2e/cluster/kubelet.h"

@@ -7,7 +7,6 @@
  * status stays the same, so a status that did not change is written the same, and not written.
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "base/clock.h"
 #include "base/json.h"

@@ -37,11 +37,13 @@ size_t fg_sim_index_owners(void *ud, json_object *obj, const char **values, size
     return n;
 }
 
-static uint32_t fnv32(const char *s)
+/* FNV-1a, 32 bits, of len bytes. */
+static uint32_t fnv32(const void *data, size_t len)
 {
+    const unsigned char *p = data;
     uint32_t h = 2166136261u;
-    for (; s && *s; s++) {
-        h ^= (unsigned char)*s;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
         h *= 16777619u;
     }
     return h;
@@ -56,7 +58,9 @@ void fg_sim_meta_decode(void *ud, json_object *obj, void *value)
     snprintf(m->controller_name, sizeof m->controller_name, "%s", ref ? fg_json_get_str(ref, "name", NULL) : "");
     json_object *refs = fg_json_get(obj, "metadata", "ownerReferences", NULL);
     m->owners = (unsigned)fg_json_array_len(refs);
-    m->owners_digest = refs ? fnv32(json_object_to_json_string_ext(refs, JSON_C_TO_STRING_PLAIN)) : 0;
+    size_t len = 0;
+    const char *text = refs ? json_object_to_json_string_length(refs, JSON_C_TO_STRING_PLAIN, &len) : NULL;
+    m->owners_digest = text ? fnv32(text, len) : 0;
     m->terminating = fg_sim_pod_terminating(obj);
     json_object *fins = fg_json_get(obj, "metadata", "finalizers", NULL);
     for (size_t i = 0; i < fg_json_array_len(fins); i++) {
@@ -192,11 +196,7 @@ void fg_sim_template_hash(json_object *tmpl, uint32_t collision_count, char out[
         snprintf(salt, sizeof salt, "#%u", collision_count);
         fg_buf_put_str(&b, salt);
     }
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < b.len; i++) {
-        h ^= (unsigned char)b.data[i];
-        h *= 16777619u;
-    }
+    uint32_t h = fnv32(b.data, b.len);
     fg_buf_cleanup(&b);
     /* rand.SafeEncodeString over the decimal digits, as kube names its revisions */
     static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -225,6 +225,13 @@ bool fg_sim_pod_active(json_object *pod)
     return !fg_sim_pod_terminating(pod) && !fg_sim_pod_finished(pod);
 }
 
+int64_t fg_sim_int_at(json_object *obj, const char *a, const char *b, int64_t dflt)
+{
+    int64_t v = dflt;
+    fg_json_get_int64(obj, &v, a, b, NULL);
+    return v;
+}
+
 json_object *fg_sim_condition(json_object *obj, const char *type)
 {
     json_object *conds = fg_json_get(obj, "status", "conditions", NULL);
@@ -250,6 +257,44 @@ json_object *fg_sim_condition_new(json_object *obj, const char *type, const char
     if (message)
         fg_json_set_str(c, "message", message);
     return c;
+}
+
+bool fg_sim_status_holds(json_object *obj, json_object *status)
+{
+    json_object *old = fg_json_get(obj, "status", NULL);
+    json_object_object_foreach(status, k, v) {
+        json_object *was = fg_json_get(old, k, NULL);
+        int64_t have;
+        switch (json_object_get_type(v)) {
+        case json_type_null:
+            if (was)
+                return false;
+            break;
+        case json_type_int:
+            if (!fg_json_get_int64(old, &have, k, NULL) || have != json_object_get_int64(v))
+                return false;
+            break;
+        case json_type_string:
+            if (!json_object_is_type(was, json_type_string) || strcmp(json_object_get_string(was), json_object_get_string(v)))
+                return false;
+            break;
+        case json_type_array:
+            if (strcmp(k, "conditions"))
+                return false;
+            for (size_t i = 0; i < json_object_array_length(v); i++) {
+                json_object *c = json_object_array_get_idx(v, i);
+                json_object *prev = fg_sim_condition(obj, fg_json_get_str(c, "type", NULL));
+                if (!prev || !fg_str_eq(fg_json_get_str(prev, "status", NULL), fg_json_get_str(c, "status", NULL)) ||
+                    !fg_str_eq(fg_json_get_str(prev, "reason", NULL), fg_json_get_str(c, "reason", NULL)) ||
+                    !fg_str_eq(fg_json_get_str(prev, "message", NULL), fg_json_get_str(c, "message", NULL)))
+                    return false;
+            }
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
 }
 
 void fg_sim_condition_put(json_object *conds, json_object *c)
@@ -324,8 +369,9 @@ enum fg_err fg_sim_patch_status(struct fg_kube_client *c, const struct fg_kube_r
     return err == FG_E_KUBE_NOT_FOUND ? FG_OK : err;
 }
 
-enum fg_err fg_sim_delete(struct fg_kube_client *c, const struct fg_kube_resource *res, json_object *obj,
-                          const char *propagation)
+/* grace < 0: the object's own grace period. */
+static enum fg_err delete_obj(struct fg_kube_client *c, const struct fg_kube_resource *res, json_object *obj,
+                              const char *propagation, int grace)
 {
     json_object *opts = json_object_new_object();
     json_object_object_add(opts, "apiVersion", json_object_new_string("v1"));
@@ -338,6 +384,8 @@ enum fg_err fg_sim_delete(struct fg_kube_client *c, const struct fg_kube_resourc
     }
     if (propagation)
         fg_json_set_str(opts, "propagationPolicy", propagation);
+    if (grace >= 0)
+        json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int(grace));
     char *path = fg_kube_path(res, fg_json_get_str(obj, "metadata", "namespace", NULL),
                               fg_json_get_str(obj, "metadata", "name", NULL), NULL, NULL);
     struct fg_kube_status st = { 0 };
@@ -346,6 +394,17 @@ enum fg_err fg_sim_delete(struct fg_kube_client *c, const struct fg_kube_resourc
     json_object_put(opts);
     fg_kube_status_cleanup(&st);
     return err == FG_E_KUBE_NOT_FOUND || err == FG_E_KUBE_CONFLICT ? FG_OK : err;
+}
+
+enum fg_err fg_sim_delete(struct fg_kube_client *c, const struct fg_kube_resource *res, json_object *obj,
+                          const char *propagation)
+{
+    return delete_obj(c, res, obj, propagation, -1);
+}
+
+enum fg_err fg_sim_delete_now(struct fg_kube_client *c, const struct fg_kube_resource *res, json_object *obj)
+{
+    return delete_obj(c, res, obj, NULL, 0);
 }
 
 /* ---- assumed writes ---- */

@@ -67,6 +67,8 @@ bool fg_sim_pod_active(json_object *pod);           /* neither of the above */
 bool fg_sim_pod_ready(json_object *pod);            /* condition Ready True */
 /* Ready for at least min_ready_s seconds at now_ms (kube's IsPodAvailable). */
 bool fg_sim_pod_available(json_object *pod, int64_t min_ready_s, int64_t now_ms);
+/* The integer at obj.a.b ("spec", "replicas"), or dflt when absent or not an integer. */
+int64_t fg_sim_int_at(json_object *obj, const char *a, const char *b, int64_t dflt);
 /* A condition of type `type` in obj's status.conditions (borrowed), or NULL. */
 json_object *fg_sim_condition(json_object *obj, const char *type);
 /* A new condition (type, status, lastTransitionTime, and reason and message unless NULL) as kube's
@@ -75,6 +77,10 @@ json_object *fg_sim_condition(json_object *obj, const char *type);
  * (lastProbeTime, lastHeartbeatTime, lastUpdateTime). */
 json_object *fg_sim_condition_new(json_object *obj, const char *type, const char *status, const char *reason,
                                   const char *message, const char *now);
+/* Does obj's status already say what status (a status to write) says? Integers and strings equal,
+ * a null member absent, conditions of the same status, reason and message (their times aside);
+ * any other member counts as a change. Controllers skip writes that would change nothing. */
+bool fg_sim_status_holds(json_object *obj, json_object *status);
 /* Puts condition c (owned) into the array conds, in place of the one of its type if any. */
 void fg_sim_condition_put(json_object *conds, json_object *c);
 /* metadata.creationTimestamp in ms (0 when absent). */
@@ -92,6 +98,9 @@ enum fg_err fg_sim_patch_status(struct fg_kube_client *c, const struct fg_kube_r
  * none); 404 and a uid mismatch (409) count as done. */
 enum fg_err fg_sim_delete(struct fg_kube_client *c, const struct fg_kube_resource *res, json_object *obj,
                           const char *propagation) FG_MUST_USE;
+/* The same with grace period 0: gone for good at once (a kubelet done with a pod, pod GC). */
+enum fg_err fg_sim_delete_now(struct fg_kube_client *c, const struct fg_kube_resource *res,
+                              json_object *obj) FG_MUST_USE;
 
 /* The assumed writes of one controller (see the essay). Thread-safe. */
 struct fg_sim_assumed;

@@ -46,20 +46,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     if (node && *node) {
         fg_log_obj(FG_LOG_INFO, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
                    fg_json_get_str(pod, "metadata", "name", NULL), "force-deleting: its node %s is gone", node);
-        json_object *opts = json_object_new_object();
-        json_object_object_add(opts, "gracePeriodSeconds", json_object_new_int(0));
-        json_object *pre = json_object_new_object();
-        fg_json_set_str(pre, "uid", fg_json_get_str(pod, "metadata", "uid", NULL));
-        json_object_object_add(opts, "preconditions", pre);
-        char *path = fg_kube_path(&fg_kube_pods, fg_json_get_str(pod, "metadata", "namespace", NULL),
-                                  fg_json_get_str(pod, "metadata", "name", NULL), NULL, NULL);
-        struct fg_kube_status st = { 0 };
-        err = fg_kube_delete(cm->client, path, opts, NULL, &st);
-        fg_kube_status_cleanup(&st);
-        free(path);
-        json_object_put(opts);
-        if (err == FG_E_KUBE_NOT_FOUND || err == FG_E_KUBE_CONFLICT)
-            err = FG_OK;
+        err = fg_sim_delete_now(cm->client, &fg_kube_pods, pod);
     }
     json_object_put(pod);
     return fg_reconcile_error(err);

@@ -89,14 +89,7 @@ static enum fg_err write_status(struct fg_sim_pod_owner *rc, json_object *rs, js
     json_object_object_add(status, "availableReplicas", json_object_new_int64(available));
     json_object_object_add(status, "observedGeneration", json_object_new_int64(gen));
     enum fg_err err = FG_OK;
-    json_object *old = fg_json_get(rs, "status", NULL);
-    bool same = old != NULL;
-    json_object_object_foreach(status, k, v) {
-        int64_t have = -1;
-        if (!fg_json_get_int64(old, &have, k, NULL) || have != json_object_get_int64(v))
-            same = false;
-    }
-    if (!same)
+    if (!fg_sim_status_holds(rs, status))
         err = fg_sim_patch_status(rc->cm->client, &fg_kube_replicasets, rs, status);
     json_object_put(status);
     return err;

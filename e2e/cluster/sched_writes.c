@@ -2,9 +2,7 @@
 #include "e2e/cluster/sched_writes.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/clock.h"
 #include "base/json.h"

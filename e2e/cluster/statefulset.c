@@ -17,20 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/cluster/cm.h"
 
 #define COMPONENT "statefulset-controller"
 #define REVISION_LABEL "controller-revision-hash"
-
-static int64_t int_at(json_object *o, const char *a, const char *b, int64_t dflt)
-{
-    int64_t v = dflt;
-    fg_json_get_int64(o, &v, a, b, NULL);
-    return v;
-}
 
 /* The ordinal of a pod named "<set>-<n>", or -1. */
 static int64_t ordinal(const char *set, const char *pod)
@@ -102,7 +94,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         return fg_reconcile_ok();
     }
     const char *sname = fg_json_get_str(set, "metadata", "name", NULL);
-    int64_t replicas = int_at(set, "spec", "replicas", 1), partition = 0;
+    int64_t replicas = fg_sim_int_at(set, "spec", "replicas", 1), partition = 0;
     fg_json_get_int64(set, &partition, "spec", "updateStrategy", "rollingUpdate", "partition", NULL);
     bool parallel = fg_str_eq(fg_json_get_str(set, "spec", "podManagementPolicy", NULL), "Parallel");
     bool on_delete = fg_str_eq(fg_json_get_str(set, "spec", "updateStrategy", "type", NULL), "OnDelete");
@@ -172,7 +164,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     }
     if (!err) {
         json_object *status = json_object_new_object();
-        json_object_object_add(status, "observedGeneration", json_object_new_int64(int_at(set, "metadata", "generation", 1)));
+        json_object_object_add(status, "observedGeneration", json_object_new_int64(fg_sim_int_at(set, "metadata", "generation", 1)));
         json_object_object_add(status, "replicas", json_object_new_int64(count));
         json_object_object_add(status, "readyReplicas", json_object_new_int64(ready));
         json_object_object_add(status, "availableReplicas", json_object_new_int64(ready));
@@ -181,12 +173,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         const char *cur_rev = fg_json_get_str(set, "status", "currentRevision", NULL);
         fg_json_set_str(status, "currentRevision", updated == count || !cur_rev ? revision : cur_rev);
         fg_json_set_str(status, "updateRevision", revision);
-        bool same = true;
-        json_object_object_foreach(status, k, v) {
-            json_object *old = fg_json_get(set, "status", k, NULL);
-            same = same && old && !strcmp(json_object_get_string(old), json_object_get_string(v));
-        }
-        if (!same)
+        if (!fg_sim_status_holds(set, status))
             err = fg_sim_patch_status(cm->client, &fg_kube_statefulsets, set, status);
         json_object_put(status);
     }

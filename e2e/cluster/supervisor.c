@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/cloud.h"
+#include "e2e/cluster/hostdir.h"
 #include "e2e/cluster/pidfile.h"
 #include "e2e/cluster/sim.h"
 #include "e2e/cluster/supervisor.h"
@@ -281,8 +282,7 @@ int fg_sim_supervisor_main(int argc, char **argv)
     int status = fg_sim_supervisor_parse(&s, argc, argv);
     if (status)
         return status < 0 ? 0 : status;
-    ssize_t n = readlink("/proc/self/exe", s.self, sizeof s.self - 1);
-    s.self[n > 0 ? n : 0] = '\0';
+    fg_sim_self_path(s.self, sizeof s.self, NULL);
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/duration.h"
 #include "base/log.h"
@@ -31,18 +30,6 @@ static void usage(FILE *out)
             "  --fracgpu PATH          the binary pods of fracgpu's image run (default: fracgpu beside this)\n"
             "  --ready-timeout D       how long to wait for the initial nodes (default 60s)\n"
             "  --log-level LEVEL       debug, info, warn, error or off (default info)\n");
-}
-
-/* dir/name beside this executable. */
-static void beside_self(char *out, size_t size, const char *name)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    char *slash = strrchr(self, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(out, size, "%.3000s/%s", self, name);
 }
 
 int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
@@ -128,13 +115,13 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
         if (disabled[i])
             *fg_sim_component_switch(&s->cfg, fg_sim_component_names[i]) = false;
     if (!s->apiserver_bin[0])
-        beside_self(s->apiserver_bin, sizeof s->apiserver_bin, "fracgpu-test-apiserver");
+        fg_sim_self_path(s->apiserver_bin, sizeof s->apiserver_bin, "fracgpu-test-apiserver");
     if (fracgpu || !s->cfg.fracgpu_binary[0]) {
         char path[PATH_MAX];
         if (fracgpu)
             snprintf(path, sizeof path, "%s", fracgpu);
         else
-            beside_self(path, sizeof path, "fracgpu");
+            fg_sim_self_path(path, sizeof path, "fracgpu");
         if (!realpath(path, s->cfg.fracgpu_binary))
             snprintf(s->cfg.fracgpu_binary, sizeof s->cfg.fracgpu_binary, "%s", path);
     }

@@ -119,6 +119,33 @@ static void test_condition_transition_time(void **state)
     json_object_put(pod);
 }
 
+static void test_status_holds(void **state)
+{
+    (void)state;
+    json_object *obj = parse("{\"status\":{\"replicas\":3,\"revision\":\"a\",\"conditions\":[{\"type\":\"Ready\","
+                             "\"status\":\"True\",\"reason\":\"R\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}");
+    json_object *same = parse("{\"replicas\":3,\"revision\":\"a\",\"gone\":null,\"conditions\":[{\"type\":\"Ready\","
+                              "\"status\":\"True\",\"reason\":\"R\",\"lastTransitionTime\":\"2026-02-02T00:00:00Z\"}]}");
+    assert_true(fg_sim_status_holds(obj, same));   /* times aside */
+    static const char *const changed[] = {
+        "{\"replicas\":4}", "{\"revision\":\"b\"}", "{\"revision\":null}", "{\"new\":1}",
+        "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"R\"}]}",
+        "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"S\"}]}",
+        "{\"conditions\":[{\"type\":\"Other\",\"status\":\"True\"}]}", "{\"selector\":{\"a\":\"b\"}}",
+    };
+    for (size_t i = 0; i < sizeof changed / sizeof changed[0]; i++) {
+        json_object *st = parse(changed[i]);
+        if (fg_sim_status_holds(obj, st))
+            fail_msg("%s was taken for no change", changed[i]);
+        json_object_put(st);
+    }
+    json_object *none = parse("{}");
+    assert_false(fg_sim_status_holds(none, same));   /* no status yet */
+    json_object_put(none);
+    json_object_put(same);
+    json_object_put(obj);
+}
+
 static void test_int_or_percent(void **state)
 {
     (void)state;
@@ -178,6 +205,7 @@ int main(void)
         cmocka_unit_test(test_template_hash), cmocka_unit_test(test_pod_from_template),
         cmocka_unit_test(test_pod_state),     cmocka_unit_test(test_int_or_percent),
         cmocka_unit_test(test_assumed),       cmocka_unit_test(test_condition_transition_time),
+        cmocka_unit_test(test_status_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
