@@ -20,6 +20,42 @@ static bool is_one_of(const char *s, const char *const *list)
     return false;
 }
 
+/* Is s non-empty and made only of characters in set? */
+static bool all_of(const char *s, const char *set)
+{
+    return *s && strspn(s, set) == strlen(s);
+}
+
+/* A float as a JSON number that keeps its text ("0.1" stays 0.1 for whoever reads it exactly, as a
+ * quantity does); for the YAML spellings JSON has not (".5", "+1.5", "1."), the shortest text that
+ * reads back as the same double. */
+static json_object *number(const char *s)
+{
+    double d = strtod(s, NULL);
+    const char *p = s + (*s == '-');
+    bool json = (*p == '0' && (p[1] == '.' || p[1] == 'e' || p[1] == 'E' || !p[1])) || (*p >= '1' && *p <= '9');
+    for (p += json; json && *p >= '0' && *p <= '9'; p++)
+        continue;
+    if (json && *p == '.') {
+        json = p[1] >= '0' && p[1] <= '9';
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            continue;
+    }
+    if (json && (*p == 'e' || *p == 'E')) {
+        p += 1 + (p[1] == '-' || p[1] == '+');
+        json = *p >= '0' && *p <= '9';
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (json && !*p)
+        return json_object_new_double_s(d, s);
+    char text[40];
+    snprintf(text, sizeof text, "%.15g", d);
+    if (strtod(text, NULL) != d)
+        snprintf(text, sizeof text, "%.17g", d);
+    return json_object_new_double_s(d, text);
+}
+
 /* A plain scalar typed by YAML 1.2's core schema. */
 static json_object *plain_scalar(const char *s)
 {
@@ -41,17 +77,23 @@ static json_object *plain_scalar(const char *s)
         return json_object_new_double(-INFINITY);
     if (is_one_of(s, nans))
         return json_object_new_double(NAN);
-    char *end = NULL;
-    errno = 0;
-    long long i;
-    if (!strncmp(s, "0x", 2) && s[2])
-        i = strtoll(s + 2, &end, 16);
-    else if (!strncmp(s, "0o", 2) && s[2])
-        i = strtoll(s + 2, &end, 8);
-    else
-        i = strtoll(s, &end, 10);
-    if (*s && !*end && !errno && (s[0] != '+' || s[1]) && !strchr(" \t", s[0]))
-        return json_object_new_int64(i);
+    /* integers: [-+]? digits, 0x hex digits, 0o octal digits — nothing else (no sign or space after
+     * a prefix), and only while they fit */
+    const char *digits10 = s + (*s == '-' || *s == '+');
+    const char *body = NULL;
+    int base = 10;
+    if (!strncmp(s, "0x", 2) && all_of(s + 2, "0123456789abcdefABCDEF"))
+        body = s + 2, base = 16;
+    else if (!strncmp(s, "0o", 2) && all_of(s + 2, "01234567"))
+        body = s + 2, base = 8;
+    else if (all_of(digits10, "0123456789"))
+        body = s;
+    if (body) {
+        errno = 0;
+        long long i = strtoll(body, NULL, base);
+        if (!errno)
+            return json_object_new_int64(i);
+    }
     /* decimal floats: [-+]? (. digits | digits [. digits*]) ([eE] [-+]? digits)? */
     const char *p = s + (*s == '-' || *s == '+');
     bool digits = false;
@@ -68,7 +110,7 @@ static json_object *plain_scalar(const char *s)
         p = exp_digits ? q : p;
     }
     if (digits && !*p)
-        return json_object_new_double(strtod(s, NULL));
+        return number(s);
     return json_object_new_string(s);
 }
 
@@ -131,6 +173,13 @@ static enum fg_err parse_children(struct convert *c, bool mapping, int depth, js
         }
         json_object *item = NULL;
         char *key = mapping ? fg_strdup((const char *)ev.data.scalar.value) : NULL;
+        if (mapping && json_object_object_get_ex(into, key, NULL)) {   /* as kubectl's YAML reader refuses it */
+            size_t line = ev.start_mark.line + 1;
+            yaml_event_delete(&ev);
+            err = fg_errmsg(c->errmsg, FG_E_PARSE, "line %zu: mapping key \"%.200s\" already defined", line, key);
+            free(key);
+            return err;
+        }
         if (mapping) {
             yaml_event_delete(&ev);
             err = next_event(c, &ev);
@@ -228,6 +277,8 @@ enum fg_err fg_yaml_parse(const char *text, size_t len, json_object **out, char 
     }
     if (!err && !(err = next_event(&c, &ev)))
         err = parse_node(&c, &ev, 0, out);
+    if (!err && !*out)
+        err = fg_errmsg(errmsg, FG_E_PARSE, "the YAML document is empty");
     if (!err)
         err = expect_event(&c, YAML_DOCUMENT_END_EVENT, "malformed document end");
     if (!err)

@@ -57,6 +57,26 @@ static void test_scalars(void **state)
     json_object_put(o);
 }
 
+/* Integers are digits only after their prefix; floats keep their text. */
+static void test_numbers(void **state)
+{
+    (void)state;
+    json_object *o = load("a: 0x-5\nb: \"0x 5\"\nc: 0o+7\nd: +1\ne: 0.1\nf: .5\ng: -0.25e1\nh: 99999999999999999999\n"
+                          "i: 0x\n");
+    assert_string_equal(fg_json_get_str(o, "a", NULL), "0x-5");
+    assert_string_equal(fg_json_get_str(o, "b", NULL), "0x 5");
+    assert_string_equal(fg_json_get_str(o, "c", NULL), "0o+7");
+    int64_t i = 0;
+    assert_true(fg_json_get_int64(o, &i, "d", NULL));
+    assert_int_equal(i, 1);
+    assert_string_equal(json_object_to_json_string(fg_json_get(o, "e", NULL)), "0.1");
+    assert_string_equal(json_object_to_json_string(fg_json_get(o, "f", NULL)), "0.5");   /* JSON spells it so */
+    assert_string_equal(json_object_to_json_string(fg_json_get(o, "g", NULL)), "-0.25e1");
+    assert_true(json_object_is_type(fg_json_get(o, "h", NULL), json_type_double));   /* too big for an integer */
+    assert_string_equal(fg_json_get_str(o, "i", NULL), "0x");
+    json_object_put(o);
+}
+
 static void test_structure(void **state)
 {
     (void)state;
@@ -76,7 +96,8 @@ static void test_refused(void **state)
 {
     (void)state;
     static const char *const bad[] = { "", "a: [1, 2", "a: b\n c: d\n", "? [1]\n: x\n", "a: 1\n---\nb: 2\n",
-                                       "a: *nowhere\n", "a: b: c\n" };
+                                       "a: *nowhere\n", "a: b: c\n", "a: 1\nb: 2\na: 3\n", "---\n", "~\n",
+                                       "# only a comment\n" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         json_object *o = (json_object *)1;
         char msg[FG_ERRMSG_MAX] = "";
@@ -84,7 +105,7 @@ static void test_refused(void **state)
         assert_null(o);
         assert_true(msg[0] != '\0');
     }
-    /* a self-referencing alias is stopped by the depth bound, not followed forever */
+    /* a self-referencing alias is refused: an anchor names its node only once the node is complete */
     json_object *o = NULL;
     char msg[FG_ERRMSG_MAX] = "";
     const char *cycle = "a: &x [*x]\n";
@@ -115,6 +136,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalars),
+        cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_structure),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_file),

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_DIGITS 30   /* significant digits kept exactly; more is refused as malformed */
+#define MAX_DIGITS 30   /* significant digits kept exactly; more only round */
 
 typedef __int128 i128;
 
@@ -30,7 +30,7 @@ struct suffix {
 static bool parse_suffix(const char *s, struct suffix *out)
 {
     static const struct { const char *text; int pow2, pow10; } table[] = {
-        { "", 0, 0 },    { "m", 0, -3 },  { "k", 0, 3 },   { "M", 0, 6 },   { "G", 0, 9 },
+        { "", 0, 0 },    { "n", 0, -9 },  { "u", 0, -6 },  { "m", 0, -3 },  { "k", 0, 3 },   { "M", 0, 6 },   { "G", 0, 9 },
         { "T", 0, 12 },  { "P", 0, 15 },  { "E", 0, 18 },  { "Ki", 10, 0 }, { "Mi", 20, 0 },
         { "Gi", 30, 0 }, { "Ti", 40, 0 }, { "Pi", 50, 0 }, { "Ei", 60, 0 },
     };
@@ -64,55 +64,72 @@ enum fg_err fg_quantity_parse(const char *s, int64_t *milli, char *errmsg)
     bool negative = false;
     if (*p == '+' || *p == '-')
         negative = *p++ == '-';
+    /* the first MAX_DIGITS significant digits exactly; past them, integer digits scale the value
+     * and any non-zero digit only makes it round up */
     i128 mantissa = 0;
-    int digits = 0, frac = 0;
-    bool dot = false;
+    int digits = 0, frac = 0, dropped_int = 0;
+    bool dot = false, any_digit = false, inexact = false;
     for (; isdigit((unsigned char)*p) || (*p == '.' && !dot); p++) {
         if (*p == '.') {
             dot = true;
             continue;
         }
+        any_digit = true;
         if (mantissa == 0 && *p == '0') {
-            if (dot)
-                frac++;
+            frac += dot;
             continue;   /* leading zeros carry no precision */
         }
-        if (++digits > MAX_DIGITS)
-            return fg_errmsg(errmsg, FG_E_PARSE, "quantity \"%s\" has too many digits", s);
-        mantissa = mantissa * 10 + (*p - '0');
-        if (dot)
-            frac++;
+        if (digits < MAX_DIGITS) {
+            mantissa = mantissa * 10 + (*p - '0');
+            digits++;
+            frac += dot;
+        } else {
+            dropped_int += !dot;
+            inexact = inexact || *p != '0';
+        }
     }
-    bool any_digit = p > s + (s[0] == '+' || s[0] == '-') + (dot ? 1 : 0);
     struct suffix suf;
     if (!any_digit || !parse_suffix(p, &suf))
         return fg_errmsg(errmsg, FG_E_PARSE, "quantity \"%s\" is not a number with an optional suffix "
-                                             "(m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent)", s);
-    /* value = mantissa * 2^pow2 * 10^(pow10 + 3 - frac) milli-units, rounded up */
-    int e10 = suf.pow10 + 3 - frac;
-    i128 num = mantissa, den = 1;
-    for (int i = 0; i < suf.pow2 && num != 0; i++) {
-        num *= 2;
-        if (num > LIMIT)
+                                             "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent)", s);
+    /* |value| = mantissa * 2^pow2 * 10^e10 milli-units, rounded away from zero as kube's
+     * MilliValue rounds */
+    int e10 = suf.pow10 + 3 - frac + dropped_int;
+    i128 q;
+    if (mantissa == 0) {
+        q = 0;
+    } else if (e10 >= 0) {
+        if (e10 > 36)
             return fg_errmsg(errmsg, FG_E_TOO_BIG, "quantity \"%s\" is too large", s);
-    }
-    if (e10 > 0 && num != 0) {
-        if (e10 > 36 || num > LIMIT / pow10_i128(e10 > 19 ? 19 : e10))
-            return fg_errmsg(errmsg, FG_E_TOO_BIG, "quantity \"%s\" is too large", s);
-        num *= pow10_i128(e10);
-    } else if (e10 < 0) {
-        if (-e10 > 36) {
-            num = num != 0;   /* far below one milli-unit: rounds up to 1 (or stays 0) */
-        } else {
-            den = pow10_i128(-e10);
+        q = mantissa;
+        for (int i = 0; i < e10; i++)
+            if ((q *= 10) > LIMIT)
+                return fg_errmsg(errmsg, FG_E_TOO_BIG, "quantity \"%s\" is too large", s);
+        for (int i = 0; i < suf.pow2; i++)
+            if ((q *= 2) > LIMIT)
+                return fg_errmsg(errmsg, FG_E_TOO_BIG, "quantity \"%s\" is too large", s);
+        q += inexact;
+    } else if (-e10 > 36) {
+        q = 1;   /* far below one milli-unit: rounds up to one */
+    } else {
+        /* mantissa * 2^pow2 / 10^-e10 without overflow: whole part a * 2^pow2, then the remainder
+         * doubled bit by bit (long division) */
+        i128 den = pow10_i128(-e10), a = mantissa / den, r = mantissa % den, bits = 0;
+        for (int i = 0; i < suf.pow2; i++) {
+            if ((a *= 2) > LIMIT)
+                return fg_errmsg(errmsg, FG_E_TOO_BIG, "quantity \"%s\" is too large", s);
+            bits *= 2;
+            r *= 2;
+            if (r >= den) {
+                r -= den;
+                bits++;
+            }
         }
+        q = a + bits + (r != 0 || inexact);
     }
-    i128 q = (num + den - 1) / den;   /* round up (toward +inf for positive values) */
-    if (negative)
-        q = -(num / den);             /* and toward +inf for negative ones too */
-    if (q > LIMIT || q < -LIMIT)
+    if (q > LIMIT)
         return fg_errmsg(errmsg, FG_E_TOO_BIG, "quantity \"%s\" is too large", s);
-    *milli = (int64_t)q;
+    *milli = (int64_t)(negative ? -q : q);
     return FG_OK;
 }
 
@@ -125,9 +142,8 @@ enum fg_err fg_quantity_json(json_object *v, int64_t *milli, char *errmsg)
     case json_type_int:
         snprintf(text, sizeof text, "%lld", (long long)json_object_get_int64(v));
         return fg_quantity_parse(text, milli, errmsg);
-    case json_type_double:
-        snprintf(text, sizeof text, "%.17g", json_object_get_double(v));
-        return fg_quantity_parse(text, milli, errmsg);
+    case json_type_double:   /* the number as written (json-c keeps a parsed double's text): 0.1, not 0.1000...01 */
+        return fg_quantity_parse(json_object_get_string(v), milli, errmsg);
     default:
         return fg_errmsg(errmsg, FG_E_PARSE, "a quantity must be a string or a number");
     }

@@ -2,15 +2,15 @@
  * quantity — Kubernetes resource quantities ("500m", "2", "1.5", "64Mi", "1G", "2e3") as integers.
  *
  * A quantity is a signed decimal number with an optional suffix: a binary SI multiple (Ki Mi Gi Ti
- * Pi Ei), a decimal SI one (m k M G T P E), or a decimal exponent (e3, E-2). fracgpu keeps every
+ * Pi Ei), a decimal SI one (n u m k M G T P E), or a decimal exponent (e3, E-2). fracgpu keeps every
  * quantity as *milli-units* in an int64 — CPU in millicores, memory in thousandths of a byte,
  * nvidia.com/gpu in thousandths of a device — so that requests of every resource add, compare and
- * fit with one arithmetic. A value that is not a whole number of milli-units rounds up, as
- * kube's Quantity.MilliValue does (a request is never under-counted). The largest representable
+ * fit with one arithmetic. A value that is not a whole number of milli-units rounds away from zero,
+ * as kube's Quantity.MilliValue does (a request is never under-counted): "500u" is 1m. The largest representable
  * amount is about 9.2e15 units (8 PiB of memory); anything bigger is refused rather than wrapped.
  *
  * The API writes quantities as strings; JSON numbers are accepted too, as kube-apiserver accepts
- * them in a request body.
+ * them in a request body, read as they were written (json-c keeps a parsed number's text).
  */
 #ifndef FG_KUBE_QUANTITY_H
 #define FG_KUBE_QUANTITY_H

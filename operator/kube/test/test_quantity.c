@@ -39,6 +39,10 @@ static void test_forms(void **state)
     assert_int_equal(milli("1Ti"), 1099511627776000ll);
     assert_int_equal(milli("0.000000000000000000000000000000000001"), 1);
     assert_int_equal(milli("007"), 7000);
+    assert_int_equal(milli("1000000n"), 1);
+    assert_int_equal(milli("2500u"), 3);
+    assert_int_equal(milli("1.00000000000000000000Gi"), 1073741824000ll);   /* more digits than kept */
+    assert_int_equal(milli("0.5Ki"), 512000);
 }
 
 static void test_rounds_up(void **state)
@@ -46,7 +50,11 @@ static void test_rounds_up(void **state)
     (void)state;
     assert_int_equal(milli("0.1m"), 1);       /* a tenth of a millicore is one millicore */
     assert_int_equal(milli("1.0001"), 1001);
-    assert_int_equal(milli("-0.5m"), 0);      /* up means toward +inf */
+    assert_int_equal(milli("-0.5m"), -1);     /* away from zero, as MilliValue rounds */
+    assert_int_equal(milli("-1.0001"), -1001);
+    assert_int_equal(milli("500u"), 1);
+    assert_int_equal(milli("1.000000000000000000000000000000000000001"), 1001);   /* a digit past the kept ones */
+    assert_int_equal(milli("0.3m"), 1);
     assert_int_equal(fg_quantity_units(1500), 2);
     assert_int_equal(fg_quantity_units(2000), 2);
     assert_int_equal(fg_quantity_units(-1500), -1);
@@ -69,6 +77,8 @@ static void test_refused(void **state)
     assert_int_equal(fg_quantity_parse("10P", &v, msg), FG_E_TOO_BIG);
     assert_int_equal(fg_quantity_parse("1e30", &v, msg), FG_E_TOO_BIG);
     assert_int_equal(fg_quantity_parse("-1e30", &v, msg), FG_E_TOO_BIG);
+    assert_int_equal(fg_quantity_parse("1000000000000000000000000000000000000000", &v, msg), FG_E_TOO_BIG);
+    assert_int_equal(fg_quantity_parse("9999999999999999999999999999999Ei", &v, msg), FG_E_TOO_BIG);
     assert_int_equal(v, 42);
 }
 
@@ -83,6 +93,14 @@ static void test_json(void **state)
     o = json_object_new_double(0.25);
     assert_int_equal(fg_quantity_json(o, &v, NULL), FG_OK);
     assert_int_equal(v, 250);
+    json_object_put(o);
+    o = json_tokener_parse("0.1");   /* a number as a body writes it: its text, not the nearest double */
+    assert_int_equal(fg_quantity_json(o, &v, NULL), FG_OK);
+    assert_int_equal(v, 100);
+    json_object_put(o);
+    o = json_tokener_parse("1.1");
+    assert_int_equal(fg_quantity_json(o, &v, NULL), FG_OK);
+    assert_int_equal(v, 1100);
     json_object_put(o);
     o = json_object_new_string("2Gi");
     assert_int_equal(fg_quantity_json(o, &v, NULL), FG_OK);
