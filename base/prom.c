@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 const char *fg_prom_type_name(enum fg_prom_type t)
 {
     switch (t) {

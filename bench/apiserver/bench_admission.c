@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "bench/apiserver/bench_http.h"
@@ -225,8 +226,5 @@ int main(int argc, char **argv)
     kill(server, SIGTERM);
     waitpid(server, NULL, 0);
     kcw_stop(&wh);
-    char *rm = fg_asprintf("rm -rf %s", dir);
-    int rc = system(rm);
-    free(rm);
-    return rc ? 1 : 0;
+    return fg_remove_tree(dir) ? 1 : 0;
 }

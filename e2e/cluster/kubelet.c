@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/mem.h"
 #include "e2e/cluster/kubelet.h"
+#include "e2e/cluster/selfpath.h"
 #include "e2e/cluster/sim.h"
 #include "operator/kube/resource.h"
 #include "operator/manager/periodic.h"

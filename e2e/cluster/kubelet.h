@@ -40,7 +40,6 @@
 
 #include "e2e/cluster/cloud.h"
 #include "e2e/cluster/config.h"
-#include "e2e/cluster/hostdir.h"
 #include "operator/cache/informer.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resources.h"

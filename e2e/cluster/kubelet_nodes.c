@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -122,14 +123,14 @@ static void install_gpus(struct fg_sim_kubelets *k, struct fg_sim_node *n)
         return;
     char path[PATH_MAX + 64], target[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/usr/lib/nvidia", n->root);
-    fg_sim_mkdir_p(path);
+    fg_mkdir_p(path);
     snprintf(path, sizeof path, "%s/usr/lib/nvidia/libnvidia-ml.so.1", n->root);
     snprintf(target, sizeof target, "%s/libfg_fake_nvml.so", k->lib_dir);
     unlink(path);
     if (symlink(target, path))
         fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot link the NVML library: %s", n->name, strerror(errno));
     snprintf(path, sizeof path, "%s/nvml", n->root);
-    fg_sim_mkdir_p(path);
+    fg_mkdir_p(path);
     json_object *state = json_object_new_object(), *list = json_object_new_array();
     for (int64_t i = 0; i < gpus; i++) {
         json_object *g = json_object_new_object();
@@ -338,7 +339,7 @@ static void discover(struct fg_sim_kubelets *k, json_object *instance)
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
         char d[PATH_MAX + 64];
         snprintf(d, sizeof d, "%s/%s", n->root, dirs[i]);
-        fg_sim_mkdir_p(d);
+        fg_mkdir_p(d);
     }
     if (!node_net(k, n)) {
         fg_log(FG_LOG_ERROR, COMPONENT, "instance %s: every loopback network of this machine is taken", name);

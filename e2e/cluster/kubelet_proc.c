@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/cluster/kubelet_spawn.h"
@@ -132,7 +133,7 @@ enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, const struct fg_sim_pod
                                      : json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), i - p->ninit);
     struct fg_sim_spawn s = { .p = p, .node = node, .errmsg = errmsg };
     enum fg_err err;
-    fg_sim_mkdir_p(p->dir);
+    fg_mkdir_p(p->dir);
     if ((err = write_kubeconfig(k, p, pod, errmsg)) || (err = fg_sim_spawn_env(k, pod, spec, &s)) ||
         (err = fg_sim_spawn_volumes(k, pod, spec, &s)) || (err = build_argv(k, spec, &s)))
         goto out;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/cluster/kubelet_spawn.h"
@@ -26,7 +27,7 @@ static bool write_file(const char *dir, const char *name, const char *data, size
     snprintf(path, sizeof path, "%s/%s", dir, name);
     char *slash = strrchr(path, '/');
     *slash = '\0';
-    fg_sim_mkdir_p(path);
+    fg_mkdir_p(path);
     *slash = '/';
     FILE *f = fopen(path, "w");
     if (!f)
@@ -73,7 +74,7 @@ static enum fg_err fill_volume(struct fg_sim_kubelets *k, const struct fg_sim_sp
 {
     char *errmsg = s->errmsg;
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
-    fg_sim_mkdir_p(host);
+    fg_mkdir_p(host);
     json_object *v;
     if ((v = fg_json_get(vol, "configMap", NULL)) || (v = fg_json_get(vol, "secret", NULL))) {
         bool secret = fg_json_get(vol, "secret", NULL) != NULL;
@@ -125,7 +126,7 @@ enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, json_object *pod, js
             snprintf(mt->host, sizeof mt->host, "%s%s", s->node->root, host_path);
             struct stat st;
             if (stat(mt->host, &st) != 0)
-                fg_sim_mkdir_p(mt->host);   /* the simulated host has every directory a pod asks for */
+                fg_mkdir_p(mt->host);   /* the simulated host has every directory a pod asks for */
         } else {
             snprintf(mt->host, sizeof mt->host, "%s/volumes/%s", s->p->dir, name);
             enum fg_err err = fill_volume(k, s, pod, vol, mt->host);

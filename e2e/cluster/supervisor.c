@@ -31,7 +31,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/cloud.h"
-#include "e2e/cluster/hostdir.h"
+#include "e2e/cluster/selfpath.h"
 #include "e2e/cluster/pidfile.h"
 #include "e2e/cluster/sim.h"
 #include "e2e/cluster/supervisor.h"

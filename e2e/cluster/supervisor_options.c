@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "base/duration.h"
+#include "base/fs.h"
 #include "base/log.h"
-#include "e2e/cluster/hostdir.h"
+#include "e2e/cluster/selfpath.h"
 #include "e2e/cluster/supervisor.h"
 
 static void usage(FILE *out)
@@ -127,7 +128,7 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
     }
     if (dir) {
         char real[PATH_MAX];
-        if (fg_sim_mkdir_p(dir) || !realpath(dir, real)) {
+        if (fg_mkdir_p(dir) || !realpath(dir, real)) {
             fprintf(stderr, "fracgpu-sim-cluster: cannot use --dir %s: %s\n", dir, strerror(errno));
             return 2;
         }
@@ -152,7 +153,7 @@ enum fg_err fg_sim_supervisor_write_config(struct fg_sim_supervisor *s, char *er
     char logs[PATH_MAX + 8];
     snprintf(logs, sizeof logs, "%s/logs", s->dir);
     snprintf(s->config_path, sizeof s->config_path, "%s/config.json", s->dir);
-    if (fg_sim_mkdir_p(logs))
+    if (fg_mkdir_p(logs))
         return fg_errmsg(errmsg, FG_E_IO, "cannot make %s: %s", logs, strerror(errno));
     json_object *doc = fg_sim_config_to_json(&s->cfg);
     int rc = json_object_to_file_ext(s->config_path, doc, JSON_C_TO_STRING_PRETTY);

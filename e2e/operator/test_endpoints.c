@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "e2e/tests/kubectl.h"
@@ -145,9 +146,7 @@ static void test_endpoints_before_and_after_crds(void **state)
     free(path);
 
     fg_buf_cleanup(&body);
-    char rm[64];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", kdir);
-    assert_int_equal(system(rm), 0);
+    assert_int_equal(fg_remove_tree(kdir), 0);
     fg_harness_stop(&h);
 }
 

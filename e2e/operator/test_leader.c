@@ -30,6 +30,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/fs.h"
 #include "base/log.h"
 #include "e2e/tests/kubectl.h"
 #include "e2e/tests/harness.h"
@@ -285,9 +286,7 @@ static void test_one_leader_through_kill_stop_and_term(void **state)
         dump_logs(rs, 3);
         fail_msg("%u handovers in the probe record, want 3", handovers);
     }
-    char rm[96];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
-    assert_int_equal(system(rm), 0);
+    assert_int_equal(fg_remove_tree(dir), 0);
     fg_harness_stop(&h);
 }
 

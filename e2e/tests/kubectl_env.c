@@ -1,6 +1,7 @@
 /*
  * kubectl_env — an in-process test API server and a kubectl runner for it; see kubectl_env.h.
  */
+#include "base/fs.h"
 #include "e2e/tests/kubectl_env.h"
 
 #include <errno.h>
@@ -34,7 +35,5 @@ int fg_kubectl_env_stop(struct fg_kubectl_env *env)
     if (env->server)
         fg_apiserver_free(env->server);
     env->server = NULL;
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", env->dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return fg_remove_tree(env->dir);
 }

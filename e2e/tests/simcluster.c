@@ -1,4 +1,5 @@
 /* simcluster — a simulated cluster as a process for end-to-end tests; see simcluster.h. */
+#include "base/fs.h"
 #include "e2e/tests/simcluster.h"
 
 #include <errno.h>
@@ -64,8 +65,11 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
         argv[argc++] = extra[i];
     argv[argc] = NULL;
     int out[2];
-    if (pipe(out))
-        return fg_errmsg(errmsg, FG_E_IO, "pipe: %s", strerror(errno));
+    if (pipe(out)) {
+        enum fg_err err = fg_errmsg(errmsg, FG_E_IO, "pipe: %s", strerror(errno));
+        fg_remove_tree(c->dir);
+        return err;
+    }
     char log[160];
     snprintf(log, sizeof log, "%s/supervisor.log", c->dir);
     c->pid = fork();
@@ -81,8 +85,10 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
     }
     close(out[1]);
     if (c->pid < 0) {
+        enum fg_err err = fg_errmsg(errmsg, FG_E_IO, "fork: %s", strerror(errno));
         close(out[0]);
-        return fg_errmsg(errmsg, FG_E_IO, "fork: %s", strerror(errno));
+        fg_remove_tree(c->dir);
+        return err;
     }
     bool ready = wait_ready(out[0], ready_s);
     close(out[0]);
@@ -126,9 +132,7 @@ void fg_simcluster_stop(struct fg_simcluster *c, bool keep)
         fprintf(stderr, "simulated cluster kept in %s\n", c->dir);
         return;
     }
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-    if (c->dir[0] && system(cmd) != 0)
+    if (c->dir[0] && fg_remove_tree(c->dir) != 0)
         fprintf(stderr, "cannot remove %s\n", c->dir);
 }
 

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -189,9 +190,7 @@ static int teardown(void **state)
     (void)state;
     fg_apiserver_stop(srv);
     fg_apiserver_free(srv);
-    char *cmd = fg_asprintf("rm -rf '%s'", dir);
-    int rc = system(cmd);
-    free(cmd);
+    int rc = fg_remove_tree(dir);
     free(kubeconfig), free(kubeconfig_path), free(kubeconfig_missing), free(plugin_path);
     return rc == 0 ? 0 : -1;
 }

@@ -1,4 +1,5 @@
 /* fake_state — files for e2e/fake-nvml and fake proc trees; see fake_state.h. */
+#include "base/fs.h"
 #include "fake_state.h"
 
 #include <stdio.h>
@@ -60,9 +61,7 @@ void fg_test_fake_cmdline(const char *dir, unsigned pid, const char *exe, const 
 
 void fg_test_fake_rm(const char *dir)
 {
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (fg_remove_tree(dir) != 0)
         fprintf(stderr, "cannot remove %s\n", dir);
 }
 

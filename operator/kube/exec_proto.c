@@ -8,11 +8,9 @@
  * apiVersion, a status with a token or a certificate and key — with the expiry read from RFC 3339
  * (what metav1.Time accepts: a 'T', optional fractional seconds, Z or a numeric offset).
  */
-#include <ctype.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/json.h"
 #include "base/timefmt.h"

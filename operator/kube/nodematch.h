@@ -11,8 +11,9 @@
  * the values agree. A node's NoSchedule and NoExecute taints keep off every pod that does not
  * tolerate them; PreferNoSchedule only lowers a score.
  *
- * Used by every scheduler here — the simulated cluster's default scheduler, its autoscaler's
- * fit checks and kubelet admission, and fracgpu's own scheduler adapter — so all agree.
+ * Used by the simulated cluster's default scheduler, its autoscaler's fit checks and its kubelets'
+ * admission, so they agree. fracgpu's own scheduler core (scheduler/plugins) applies the same rules
+ * to structs it compiles once per pod and node, for its per-decision latency.
  */
 #ifndef FG_KUBE_NODEMATCH_H
 #define FG_KUBE_NODEMATCH_H

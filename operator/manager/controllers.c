@@ -5,7 +5,8 @@
  * (`running`, guarded by `mu`). Informer handlers run on the loop thread and enqueue under `mu`, so
  * an event either reaches a running controller or is dropped, never a freed one. The start of a term
  * is a leader-only runnable of the manager: it builds and starts a fresh controller, publishes it,
- * then enqueues every cached primary key and the seed keys; the end of a term unpublishes it, then
+ * then enqueues every cached primary key (or, without a primary, the keys its watches map every
+ * cached object to) and the seed keys; the end of a term unpublishes it, then
  * cancels and frees it outside the lock (a reconcile in flight may take a while).
  */
 #include "operator/manager/controllers.h"

@@ -22,8 +22,8 @@ struct fg_periodic {
     void *ud;
 };
 
-/* Registers p (copied) as a runnable of m. FG_E_INVAL for a period of 0 or no run; FG_E_BUSY once
- * the manager started. */
+/* Registers p (copied) as a runnable of m. FG_E_INVAL for no name, no run or a period of 0;
+ * FG_E_BUSY once the manager started. */
 enum fg_err fg_manager_add_periodic(struct fg_manager *m, const struct fg_periodic *p, char *errmsg) FG_MUST_USE;
 
 #endif

@@ -1,7 +1,6 @@
 /* kc — harness of the kubectl end-to-end tests; see kc.h. */
 #include "e2e/kubectl/test/kc.h"
 
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
 #include "base/mem.h"
 
 static int setup(void **state, bool tls)
@@ -58,21 +58,13 @@ int kc_setup_tls(void **state)
     return setup(state, true);
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int kc_teardown(void **state)
 {
     struct kc_env *env = *state;
     fg_apiserver_free(env->srv);
-    nftw(env->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    int rc = fg_remove_tree(env->dir);
     free(env);
-    return 0;
+    return rc;
 }
 
 /* The shell command running kubectl with this environment's kubeconfig, cache and home. */

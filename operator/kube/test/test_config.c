@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/mem.h"
 #include "operator/kube/config.h"
 
@@ -27,10 +28,7 @@ static int make_dir(void **state)
 static int remove_dir(void **state)
 {
     (void)state;
-    char *cmd = fg_asprintf("rm -rf '%s'", dir);
-    int rc = system(cmd);
-    free(cmd);
-    return rc == 0 ? 0 : -1;
+    return fg_remove_tree(dir);
 }
 
 static char *write_file(const char *name, const char *text)

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "fake_server.h"
@@ -47,11 +48,9 @@ static int make_root(void **state)
 static int remove_root(void **state)
 {
     (void)state;
-    char *cmd = fg_asprintf("rm -rf '%s'", root);
-    int rc = system(cmd);
-    free(cmd);
+    int rc = fg_remove_tree(root);
     free(dir);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 static void fresh_dir(const char *name)
