@@ -1,5 +1,5 @@
 /*
- * test_tls — a throw-away self-signed certificate for the HTTPS tests, made with the OpenSSL API.
+ * test_tls — a throw-away self-signed certificate for the HTTPS tests, issued with base/pki.h.
  *
  * The certificate names IP:127.0.0.1, DNS:localhost and DNS:api.fracgpu.test, so a client can
  * verify the fake server by address or through a TLS server name override.
