@@ -185,6 +185,27 @@ enum fg_err fg_pki_validity(const char *pem, int64_t *not_before_ms, int64_t *no
     return ok ? FG_OK : fg_errmsg(errmsg, FG_E_PARSE, "no PEM certificate with a readable validity");
 }
 
+char **fg_pki_split(const char *pem, size_t *n)
+{
+    char **out = fg_calloc(1, sizeof(*out));
+    *n = 0;
+    BIO *in = pem ? BIO_new_mem_buf(pem, -1) : NULL;
+    X509 *x;
+    while (in && (x = PEM_read_bio_X509(in, NULL, NULL, NULL))) {
+        BIO *b = BIO_new(BIO_s_mem());
+        if (b && PEM_write_bio_X509(b, x) == 1) {
+            out = fg_realloc(out, (*n + 2) * sizeof(*out));
+            out[(*n)++] = bio_text(b);
+            out[*n] = NULL;
+        }
+        BIO_free(b);
+        X509_free(x);
+    }
+    ERR_clear_error();
+    BIO_free(in);
+    return out;
+}
+
 bool fg_pki_pair_matches(const struct fg_pki_pair *pair)
 {
     X509 *x = cert_from_pem(pair->cert_pem);

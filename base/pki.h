@@ -13,6 +13,7 @@
 
 #include <openssl/ssl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -43,6 +44,10 @@ enum fg_err fg_pki_ctx_use(SSL_CTX *ctx, const struct fg_pki_pair *pair, char *e
 
 /* The validity window of the first certificate in pem. FG_E_PARSE when there is none. */
 enum fg_err fg_pki_validity(const char *pem, int64_t *not_before_ms, int64_t *not_after_ms, char *errmsg) FG_MUST_USE;
+
+/* The certificates of a PEM bundle ("ca.crt", a caBundle), each as its own PEM, in order: a new
+ * NULL-terminated array (free each and the array). Text that is not a certificate is skipped. */
+char **fg_pki_split(const char *pem, size_t *n);
 
 /* Whether pair's key belongs to its certificate (both parse). */
 bool fg_pki_pair_matches(const struct fg_pki_pair *pair);
