@@ -134,13 +134,39 @@ enum fg_err fg_manager_parse_listen(const char *listen, char *host, size_t host_
     return FG_OK;
 }
 
-enum fg_err fg__manager_http_start(struct fg_manager *m, char *errmsg)
+enum fg_err fg_manager_http_bind(struct evhttp *http, const char *listen, char *shown, size_t shown_size,
+                                 unsigned *port, char *errmsg)
 {
     char host[128];
-    unsigned port;
-    enum fg_err err = fg_manager_parse_listen(m->listen, host, sizeof host, &port, errmsg);
+    enum fg_err err = fg_manager_parse_listen(listen, host, sizeof host, port, errmsg);
     if (err)
         return err;
+    /* ":PORT" means every address: IPv6 and IPv4 on one dual-stack socket where the node has IPv6
+     * (the kubelet probes an IPv6-only pod on its IPv6 address), IPv4 alone where it has not. */
+    struct evhttp_bound_socket *sock = NULL;
+    bool every = listen[0] == ':';
+    if (every)
+        sock = evhttp_bind_socket_with_handle(http, "::", (ev_uint16_t)*port);
+    if (every && sock)
+        snprintf(host, sizeof host, "[::]");
+    if (!sock)
+        sock = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)*port);
+    if (!sock)
+        return fg_errmsg(errmsg, FG_E_IO, "cannot listen on %s", listen);
+    /* accepted sockets inherit it: a reply's header and body writes must not wait for a delayed ACK */
+    int one = 1;
+    setsockopt(evhttp_bound_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (!getsockname(evhttp_bound_socket_get_fd(sock), (struct sockaddr *)&ss, &len))
+        *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(shown, shown_size, "%s:%u", host, *port);
+    return FG_OK;
+}
+
+enum fg_err fg__manager_http_start(struct fg_manager *m, char *errmsg)
+{
     struct evhttp *http = evhttp_new(fg_kube_loop_base(m->loop));
     if (!http)
         return fg_errmsg(errmsg, FG_E_IO, "cannot create the HTTP server");
@@ -152,31 +178,14 @@ enum fg_err fg__manager_http_start(struct fg_manager *m, char *errmsg)
     evhttp_set_cb(http, "/readyz", on_readyz, m);
     evhttp_set_cb(http, "/metrics", on_metrics, m);
     evhttp_set_gencb(http, on_other, m);
-    /* ":PORT" means every address: IPv6 and IPv4 on one dual-stack socket where the node has IPv6
-     * (the kubelet probes an IPv6-only pod on its IPv6 address), IPv4 alone where it has not. */
-    struct evhttp_bound_socket *sock = NULL;
-    bool every = m->listen[0] == ':';
-    if (every)
-        sock = evhttp_bind_socket_with_handle(http, "::", (ev_uint16_t)port);
-    if (every && sock)
-        snprintf(host, sizeof host, "[::]");
-    if (!sock)
-        sock = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)port);
-    if (!sock) {
+    char shown[160], why[FG_ERRMSG_MAX] = "";
+    enum fg_err err = fg_manager_http_bind(http, m->listen, shown, sizeof shown, &m->http_port, why);
+    if (err) {
         evhttp_free(http);
-        return fg_errmsg(errmsg, FG_E_IO, "cannot listen on %s for /healthz, /readyz and /metrics", m->listen);
+        return fg_errmsg(errmsg, err, "%s for /healthz, /readyz and /metrics", why);
     }
-    /* accepted sockets inherit it: a reply's header and body writes must not wait for a delayed ACK */
-    int one = 1;
-    setsockopt(evhttp_bound_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    m->http_port = port;
-    if (!getsockname(evhttp_bound_socket_get_fd(sock), (struct sockaddr *)&ss, &len))
-        m->http_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                      : ((struct sockaddr_in *)&ss)->sin_port);
     m->http = http;
-    fg_log(FG_LOG_INFO, m->component, "serving /healthz, /readyz and /metrics on %s:%u", host, m->http_port);
+    fg_log(FG_LOG_INFO, m->component, "serving /healthz, /readyz and /metrics on %s", shown);
     return FG_OK;
 }
 

@@ -118,4 +118,11 @@ const char *fg_manager_identity(const struct fg_manager *m);
 enum fg_err fg_manager_parse_listen(const char *listen, char *host, size_t host_size, unsigned *port,
                                     char *errmsg) FG_MUST_USE;
 
+struct evhttp;
+/* Binds http to `listen` (fg_manager_parse_listen's forms; ":PORT" is dual-stack where the node has
+ * IPv6), with TCP_NODELAY on accepted sockets. *port gets the bound port (for port 0) and shown, of
+ * shown_size, the address for a log line. FG_E_INVAL / FG_E_IO with errmsg. */
+enum fg_err fg_manager_http_bind(struct evhttp *http, const char *listen, char *shown, size_t shown_size,
+                                 unsigned *port, char *errmsg) FG_MUST_USE;
+
 #endif
