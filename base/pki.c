@@ -97,9 +97,11 @@ static bool build(X509 *cert, EVP_PKEY *key, const struct fg_pki_request *req, X
 {
     X509_NAME *name = X509_get_subject_name(cert);
     char *san = san_of(req);
-    bool ok = X509_set_version(cert, 2) == 1 && set_serial(cert) && set_time(X509_getm_notBefore(cert), req->not_before_ms) &&
+    const unsigned char *cn = (const unsigned char *)req->common_name;
+    bool ok = X509_set_version(cert, 2) == 1 && set_serial(cert) &&
+              set_time(X509_getm_notBefore(cert), req->not_before_ms) &&
               set_time(X509_getm_notAfter(cert), req->not_after_ms) && X509_set_pubkey(cert, key) == 1 &&
-              X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)req->common_name, -1, -1, 0) == 1 &&
+              X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, cn, -1, -1, 0) == 1 &&
               X509_set_issuer_name(cert, issuer_cert ? X509_get_subject_name(issuer_cert) : name) == 1;
     X509 *signer = issuer_cert ? issuer_cert : cert;
     ok = ok && add_ext(cert, signer, NID_subject_key_identifier, "hash") &&

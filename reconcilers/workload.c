@@ -10,10 +10,10 @@
 #include "reconcilers/podcontract.h"
 
 static const struct fg_workload_kind builtin[] = {
-    { "apps", "v1", "Deployment", "deployments", false, FG_CLASS_INFERENCE },
-    { "apps", "v1", "StatefulSet", "statefulsets", false, FG_CLASS_INFERENCE },
-    { "batch", "v1", "Job", "jobs", false, FG_CLASS_BATCH },
-    { "batch", "v1", "CronJob", "cronjobs", false, FG_CLASS_BATCH },
+    { { "apps", "v1", "deployments", "Deployment", true }, false, FG_CLASS_INFERENCE },
+    { { "apps", "v1", "statefulsets", "StatefulSet", true }, false, FG_CLASS_INFERENCE },
+    { { "batch", "v1", "jobs", "Job", true }, false, FG_CLASS_BATCH },
+    { { "batch", "v1", "cronjobs", "CronJob", true }, false, FG_CLASS_BATCH },
 };
 const struct fg_workload_kinds fg_workload_builtin_kinds = { builtin, sizeof(builtin) / sizeof(*builtin) };
 
@@ -30,7 +30,7 @@ static void group_of(const char *api_version, char *out, size_t size)
 static const struct fg_workload_kind *find_kind(const struct fg_workload_kinds *kinds, const char *group, const char *kind)
 {
     for (size_t i = 0; kind && i < kinds->n; i++)
-        if (!strcmp(kinds->v[i].group, group) && !strcmp(kinds->v[i].kind, kind))
+        if (!strcmp(kinds->v[i].resource.group, group) && !strcmp(kinds->v[i].resource.kind, kind))
             return &kinds->v[i];
     return NULL;
 }
@@ -103,11 +103,14 @@ bool fg_workload_automated(json_object *workload, json_object *ns)
  * kinds keep their plain names whatever is configured). */
 static bool ambiguous(const struct fg_workload_kinds *kinds, const struct fg_workload_kind *kind)
 {
-    if (find_kind(&fg_workload_builtin_kinds, kind->group, kind->kind))
+    if (find_kind(&fg_workload_builtin_kinds, kind->resource.group, kind->resource.kind))
         return false;
-    for (size_t i = 0; i < kinds->n; i++)
-        if (&kinds->v[i] != kind && !strcasecmp(kinds->v[i].kind, kind->kind) && strcmp(kinds->v[i].group, kind->group))
+    for (size_t i = 0; i < kinds->n; i++) {
+        const struct fg_kube_resource *other = &kinds->v[i].resource;
+        if (&kinds->v[i] != kind && !strcasecmp(other->kind, kind->resource.kind) &&
+            strcmp(other->group, kind->resource.group))
             return true;
+    }
     return false;
 }
 
@@ -115,7 +118,7 @@ void fg_workload_name(const struct fg_workload_kinds *kinds, const struct fg_wor
                       char out[FG_WORKLOAD_NAME_MAX + 1])
 {
     char plain[2 * FG_WORKLOAD_NAME_MAX + 2];
-    int n = snprintf(plain, sizeof(plain), "%s-%s", kind->kind, name);
+    int n = snprintf(plain, sizeof(plain), "%s-%s", kind->resource.kind, name);
     for (char *p = plain; *p; p++)
         *p = (char)tolower((unsigned char)*p);
     if (n <= FG_WORKLOAD_NAME_MAX && !ambiguous(kinds, kind)) {
@@ -123,7 +126,7 @@ void fg_workload_name(const struct fg_workload_kinds *kinds, const struct fg_wor
         return;
     }
     char full[3 * FG_WORKLOAD_NAME_MAX];
-    int len = snprintf(full, sizeof(full), "%s/%s/%s", kind->group, kind->kind, name);
+    int len = snprintf(full, sizeof(full), "%s/%s/%s", kind->resource.group, kind->resource.kind, name);
     unsigned char digest[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)full, (size_t)(len < (int)sizeof(full) ? len : (int)sizeof(full) - 1), digest);
     int keep = FG_WORKLOAD_NAME_MAX - 9;
@@ -180,7 +183,7 @@ enum fg_workload_class fg_workload_detect_class(const struct fg_workload_kind *k
         n = 8;
     if (containers_hinted(templates, n, notebook, false))
         return FG_CLASS_BUILD;
-    if (strcmp(kind->kind, "Job"))
+    if (strcmp(kind->resource.kind, "Job"))
         return kind->workload_class;
     bool train = hinted(fg_json_get_str(workload, "metadata", "name", NULL), training) ||
                  containers_hinted(templates, n, training, true);

@@ -30,15 +30,13 @@
 
 #include "base/err.h"
 #include "crds/gpupolicy.h"
+#include "operator/kube/resource.h"
 
 #define FG_WORKLOAD_NAME_MAX 253
 
 struct fg_workload_kind {
-    const char *group;          /* "" for the core group */
-    const char *version;
-    const char *kind;
-    const char *plural;
-    bool fixed_class;           /* the configuration says what class it is */
+    struct fg_kube_resource resource;   /* where its objects live (namespaced) */
+    bool fixed_class;                   /* the configuration says what class it is */
     enum fg_workload_class workload_class;
 };
 

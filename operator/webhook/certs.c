@@ -91,8 +91,8 @@ static bool bundle_has(const char *bundle, const char *pem)
     return found;
 }
 
-static enum fg_err issue(const struct fg_cert_policy *p, const struct fg_pki_pair *ca, int64_t now, struct fg_pki_pair *out,
-                         char *errmsg)
+static enum fg_err issue(const struct fg_cert_policy *p, const struct fg_pki_pair *ca, int64_t now,
+                         struct fg_pki_pair *out, char *errmsg)
 {
     struct fg_pki_request req = {
         .common_name = ca ? SERVING_NAME : CA_NAME,

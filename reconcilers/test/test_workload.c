@@ -56,13 +56,13 @@ static json_object *lookup(void *ctx, const char *group, const char *kind, const
 }
 
 static const struct fg_workload_kind custom[] = {
-    { "apps", "v1", "Deployment", "deployments", false, FG_CLASS_INFERENCE },
-    { "apps", "v1", "StatefulSet", "statefulsets", false, FG_CLASS_INFERENCE },
-    { "batch", "v1", "Job", "jobs", false, FG_CLASS_BATCH },
-    { "batch", "v1", "CronJob", "cronjobs", false, FG_CLASS_BATCH },
-    { "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", true, FG_CLASS_TRAINING },
-    { "kubeflow.org", "v1", "Notebook", "notebooks", true, FG_CLASS_BUILD },
-    { "example.com", "v1", "Job", "jobs", false, FG_CLASS_BATCH },
+    { { "apps", "v1", "deployments", "Deployment", true }, false, FG_CLASS_INFERENCE },
+    { { "apps", "v1", "statefulsets", "StatefulSet", true }, false, FG_CLASS_INFERENCE },
+    { { "batch", "v1", "jobs", "Job", true }, false, FG_CLASS_BATCH },
+    { { "batch", "v1", "cronjobs", "CronJob", true }, false, FG_CLASS_BATCH },
+    { { "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", true }, true, FG_CLASS_TRAINING },
+    { { "kubeflow.org", "v1", "notebooks", "Notebook", true }, true, FG_CLASS_BUILD },
+    { { "example.com", "v1", "jobs", "Job", true }, false, FG_CLASS_BATCH },
 };
 static const struct fg_workload_kinds kinds = { custom, sizeof(custom) / sizeof(*custom) };
 
@@ -103,7 +103,7 @@ static void expect_workload(const char *owner_api, const char *owner_kind, const
         assert_null(k);
     } else {
         assert_non_null(w);
-        assert_string_equal(k->kind, want_kind);
+        assert_string_equal(k->resource.kind, want_kind);
         assert_string_equal(fg_json_get_str(w, "metadata", "name", NULL), want_name);
     }
     json_object_put(pod);
