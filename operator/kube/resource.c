@@ -36,6 +36,10 @@ FG__RES(fg_kube_daemonsets, "apps", "v1", "daemonsets", "DaemonSet", true);
 FG__RES(fg_kube_serviceaccounts, "", "v1", "serviceaccounts", "ServiceAccount", true);
 FG__RES(fg_kube_endpointslices, "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true);
 FG__RES(fg_kube_priorityclasses, "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false);
+FG__RES(fg_kube_persistentvolumeclaims, "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true);
+FG__RES(fg_kube_storageclasses, "storage.k8s.io", "v1", "storageclasses", "StorageClass", false);
+FG__RES(fg_kube_mutatingwebhookconfigurations, "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration", false);
 
 /* Appends "/" and the escaped segment. */
 static void append_segment(struct fg_buf *b, const char *seg)

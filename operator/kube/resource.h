@@ -25,7 +25,8 @@ struct fg_kube_resource {
 extern const struct fg_kube_resource fg_kube_namespaces, fg_kube_nodes, fg_kube_pods, fg_kube_events,
     fg_kube_leases, fg_kube_configmaps, fg_kube_secrets, fg_kube_services, fg_kube_deployments,
     fg_kube_statefulsets, fg_kube_jobs, fg_kube_cronjobs, fg_kube_poddisruptionbudgets, fg_kube_replicasets,
-    fg_kube_daemonsets, fg_kube_serviceaccounts, fg_kube_endpointslices, fg_kube_priorityclasses;
+    fg_kube_daemonsets, fg_kube_serviceaccounts, fg_kube_endpointslices, fg_kube_priorityclasses,
+    fg_kube_persistentvolumeclaims, fg_kube_storageclasses, fg_kube_mutatingwebhookconfigurations;
 
 /* Returns a new path. ns NULL: cluster-scoped or all namespaces; name NULL: the collection;
  * subresource and query may be NULL (query without the leading '?'). */
