@@ -89,7 +89,7 @@ static json_object *policy_finalizers(json_object *cur, const char *policy)
 {
     json_object *old = fg_json_get(cur, "metadata", "finalizers", NULL);
     json_object *f = json_object_new_array();
-    for (size_t i = 0; json_object_is_type(old, json_type_array) && i < json_object_array_length(old); i++) {
+    for (size_t i = 0; i < fg_json_array_len(old); i++) {
         json_object *v = json_object_array_get_idx(old, i);
         const char *name = json_object_get_string(v);
         if (policy && (fg_str_eq(name, FINALIZER_ORPHAN) || fg_str_eq(name, FINALIZER_FOREGROUND)))

@@ -31,7 +31,7 @@ static bool pod_healthy(json_object *pod)
     if (fg_json_get(pod, "metadata", "deletionTimestamp", NULL))
         return false;
     json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
-    for (size_t i = 0; json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready"))
             return fg_str_eq(fg_json_get_str(c, "status", NULL), "True");

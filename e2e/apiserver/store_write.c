@@ -243,7 +243,7 @@ static json_object *apply_scope(const struct fg__type *type, json_object *cur, j
 bool fg__write_has_finalizers(json_object *obj)
 {
     json_object *f = fg_json_get(obj, "metadata", "finalizers", NULL);
-    return json_object_is_type(f, json_type_array) && json_object_array_length(f) > 0;
+    return fg_json_array_len(f) > 0;
 }
 
 /* Makes *obj (taken and given back) the successor of cur within scope: the resourceVersion

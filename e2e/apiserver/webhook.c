@@ -44,7 +44,7 @@
 
 static bool list_has(json_object *list, const char *want)
 {
-    for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
+    for (size_t i = 0; i < fg_json_array_len(list); i++) {
         const char *s = json_object_get_string(json_object_array_get_idx(list, i));
         if (fg_str_eq(s, "*") || fg_str_eq(s, want))
             return true;
@@ -55,7 +55,7 @@ static bool list_has(json_object *list, const char *want)
 static bool rules_match(json_object *hook, const struct fg__type *type, const char *op)
 {
     json_object *rules = fg_json_get(hook, "rules", NULL);
-    for (size_t i = 0; json_object_is_type(rules, json_type_array) && i < json_object_array_length(rules); i++) {
+    for (size_t i = 0; i < fg_json_array_len(rules); i++) {
         json_object *r = json_object_array_get_idx(rules, i);
         const char *scope = fg_json_get_str(r, "scope", NULL);
         bool scope_ok = !scope || !strcmp(scope, "*") || !strcmp(scope, type->namespaced ? "Namespaced" : "Cluster");
@@ -434,8 +434,7 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
         json_object *cfg = json_object_get(b->v[i]->obj); /* a webhook cannot change it, but hold it anyway */
         json_object *hooks = fg_json_get(cfg, "webhooks", NULL);
         enum fg_err err = FG_OK;
-        for (size_t k = 0; !err && json_object_is_type(hooks, json_type_array) && k < json_object_array_length(hooks);
-             k++) {
+        for (size_t k = 0; !err && k < fg_json_array_len(hooks); k++) {
             json_object *hook = json_object_array_get_idx(hooks, k);
             if (!hook_applies(st, hook, type, op, *obj))
                 continue;
