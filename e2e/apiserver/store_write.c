@@ -19,11 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/patch.h"
 #include "e2e/apiserver/random.h"
@@ -54,18 +55,16 @@ static void set_uid(json_object *meta)
     fg_json_set_str(meta, "uid", uid);
 }
 
-void fg__write_set_time(json_object *meta, const char *field, time_t t)
+void fg__write_set_time(json_object *meta, const char *field, int64_t wall_ms)
 {
-    struct tm tm;
-    char s[32];
-    gmtime_r(&t, &tm);
-    strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char s[FG_TIME_MAX];
+    fg_time_format(wall_ms, s);
     fg_json_set_str(meta, field, s);
 }
 
 void fg__write_set_now(json_object *meta, const char *field)
 {
-    fg__write_set_time(meta, field, time(NULL));
+    fg__write_set_time(meta, field, fg_clock_wall_ms());
 }
 
 /* RFC 1123 subdomain: lowercase alphanumerics, '-' and '.', alphanumeric at both ends. */
