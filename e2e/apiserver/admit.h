@@ -93,6 +93,12 @@ bool fg__admission_resuming(const struct fg__admission *a, bool validating);
 enum fg_err fg__webhook_service(struct fg__store *st, json_object *service, char **url, char **dial,
                                 char *errmsg) FG_MUST_USE;
 
+/* The Status sent for a webhook's refusal, as kube-apiserver makes it from the response's status
+ * (may be NULL): its code, 400 when absent or below 400; the message "admission webhook \"HOOK\"
+ * denied the request: " and status.message, else status.reason, else "admission webhook \"HOOK\"
+ * denied the request without explanation"; its reason, else the code's. */
+json_object *fg__webhook_denial(const char *hook, json_object *status);
+
 /* Calls the matching mutating (mutating) or validating webhooks for a create or update; FG_OK with
  * *obj possibly replaced by the mutated object, FG_E_BUSY while a call is in flight, or an error with
  * *out the Status. */

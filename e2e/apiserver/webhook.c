@@ -379,6 +379,22 @@ static enum fg_err apply_patch(json_object *response, json_object **obj, char *e
     return err;
 }
 
+json_object *fg__webhook_denial(const char *hook, json_object *status)
+{
+    int64_t code = 0;
+    fg_json_get_int64(status, &code, "code", NULL);
+    if (code < 400)
+        code = 400; /* a refusal is never a success */
+    const char *message = fg_json_get_str(status, "message", NULL);
+    const char *reason = fg_json_get_str(status, "reason", NULL);
+    const char *why = message && *message ? message : reason && *reason ? reason : NULL;
+    char *text = why ? fg_asprintf("admission webhook \"%s\" denied the request: %s", hook ? hook : "", why)
+                     : fg_asprintf("admission webhook \"%s\" denied the request without explanation", hook ? hook : "");
+    json_object *out = fg__status_new((int)code, reason && *reason ? reason : NULL, text, NULL);
+    free(text);
+    return out;
+}
+
 /* Calls one webhook; FG_OK (possibly with *obj mutated), FG_E_BUSY while its call is in flight, or
  * an error with *out the Status. */
 static enum fg_err run_hook(struct fg__store *st, json_object *hook, const char *key, const struct fg__type *type,
@@ -396,14 +412,8 @@ static enum fg_err run_hook(struct fg__store *st, json_object *hook, const char 
         err = check_reply(reply, uid, msg);
     json_object *response = fg_json_get(reply, "response", NULL);
     if (!err && !json_object_get_boolean(fg_json_get(response, "allowed", NULL))) {
-        int64_t code = 400;
-        fg_json_get_int64(response, &code, "status", "code", NULL);
-        const char *why = fg_json_get_str(response, "status", "message", NULL);
-        char *text = fg_asprintf("admission webhook \"%s\" denied the request%s%s", name ? name : "",
-                                 why ? ": " : "", why ? why : "");
-        *out = fg__status_new((int)code, fg_json_get_str(response, "status", "reason", NULL), text, NULL);
-        free(text);
-        return code == 403 ? FG_E_KUBE_FORBIDDEN : FG_E_KUBE_BAD_REQUEST;
+        *out = fg__webhook_denial(name, fg_json_get(response, "status", NULL));
+        return FG_E_KUBE_BAD_REQUEST; /* a refusal; the code sent is the Status's */
     }
     if (!err && mutating && (err = apply_patch(response, obj, msg)) == FG_OK)
         fg__defaults_apply(type, *obj); /* kube defaults what a webhook patched, as it decodes it */

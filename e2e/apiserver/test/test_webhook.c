@@ -5,7 +5,8 @@
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
  * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
  * certificate checked against the Service's name, and every way of not reaching it follows
- * failurePolicy; connections are kept alive, a dropped one replaced, a refused one and a host name
+ * failurePolicy; a refusal's Status is kube-apiserver's (code at least 400, a message always);
+ * connections are kept alive, a dropped one replaced, a refused one and a host name
  * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
  */
@@ -25,6 +26,7 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "client.h"
+#include "e2e/apiserver/admit.h"
 #include "e2e/kubectl/test/webhook_server.h"
 
 #define PODS "/api/v1/namespaces/default/pods"
@@ -437,6 +439,36 @@ static void test_webhooks_in_order(void **state)
     kcw_stop(&deny);
 }
 
+/* A refusal's Status as kube-apiserver makes it: the webhook's code unless absent or below 400
+ * (then 400), its message, else its reason, else "without explanation". */
+static void test_denial_status(void **state)
+{
+    (void)state;
+    static const struct { const char *status; int code; const char *reason, *message; } cases[] = {
+        { NULL, 400, "BadRequest", "admission webhook \"h\" denied the request without explanation" },
+        { "{}", 400, "BadRequest", "admission webhook \"h\" denied the request without explanation" },
+        { "{\"code\":200,\"message\":\"\"}", 400, "BadRequest",
+          "admission webhook \"h\" denied the request without explanation" },
+        { "{\"code\":399,\"message\":\"nope\"}", 400, "BadRequest", "admission webhook \"h\" denied the request: nope" },
+        { "{\"code\":403,\"reason\":\"Forbidden\"}", 403, "Forbidden",
+          "admission webhook \"h\" denied the request: Forbidden" },
+        { "{\"code\":422,\"reason\":\"Invalid\",\"message\":\"bad spec\"}", 422, "Invalid",
+          "admission webhook \"h\" denied the request: bad spec" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        json_object *status = cases[i].status ? json_tokener_parse(cases[i].status) : NULL;
+        json_object *out = fg__webhook_denial("h", status);
+        int64_t code = 0;
+        assert_true(fg_json_get_int64(out, &code, "code", NULL));
+        assert_int_equal(code, cases[i].code);
+        assert_string_equal(fg_json_get_str(out, "reason", NULL), cases[i].reason);
+        assert_string_equal(fg_json_get_str(out, "message", NULL), cases[i].message);
+        assert_string_equal(fg_json_get_str(out, "status", NULL), "Failure");
+        json_object_put(out);
+        json_object_put(status);
+    }
+}
+
 /* A PATCH and a PUT wait for an UPDATE webhook the same way, and its JSONPatch lands on the result. */
 static void test_update_waits_for_webhook(void **state)
 {
@@ -703,6 +735,7 @@ static void test_host_name_resolved_and_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_denial_status),
         cmocka_unit_test_setup_teardown(test_slow_webhook_does_not_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_fail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_ignore, setup, teardown),
