@@ -4,8 +4,9 @@
  * On every create and update (of anything but the webhook configurations themselves) the server
  * walks the stored MutatingWebhookConfigurations (before schema validation) or
  * ValidatingWebhookConfigurations (after it), and for each webhook whose rules (operations,
- * apiGroups, apiVersions, resources, scope), namespaceSelector (on the namespace's labels) and
- * objectSelector (on the object's labels) match, POSTs an admission.k8s.io/v1 AdmissionReview to
+ * apiGroups, apiVersions, resources, scope), namespaceSelector (on the namespace's labels, a
+ * Namespace's own for a Namespace) and objectSelector (on the object's labels, or the old object's
+ * on an update) match, POSTs an admission.k8s.io/v1 AdmissionReview to
  * clientConfig.url, or to the endpoint of clientConfig.service (webhook_service.c), with
  * `?timeout=Ns`, over HTTPS verified against the caBundle. A reply must echo
  * the request's uid. allowed:false refuses the write with the webhook's status (400 and "admission
@@ -38,6 +39,7 @@
 #include "e2e/apiserver/random.h"
 #include "operator/kube/selector.h"
 #include "e2e/apiserver/status.h"
+#include "e2e/apiserver/store_int.h"
 
 #define DEFAULT_TIMEOUT_S 10
 #define MAX_REPLY (4u << 20)
@@ -82,16 +84,24 @@ static bool selector_accepts(json_object *selector, json_object *obj)
     return ok;
 }
 
+/* Do the webhook's rules and selectors take this write of obj (cur: the stored object an update
+ * replaces, else NULL)? The objectSelector is met by either the new or the old object; the
+ * namespaceSelector reads the labels of the object's namespace, or of the object itself when it is a
+ * Namespace, as kube-apiserver's matchers do. */
 static bool hook_applies(struct fg__store *st, json_object *hook, const struct fg__type *type, const char *op,
-                         json_object *obj)
+                         json_object *obj, json_object *cur)
 {
-    if (!rules_match(hook, type, op) || !selector_accepts(fg_json_get(hook, "objectSelector", NULL), obj))
+    json_object *obj_selector = fg_json_get(hook, "objectSelector", NULL);
+    if (!rules_match(hook, type, op) ||
+        !(selector_accepts(obj_selector, obj) || (cur && selector_accepts(obj_selector, cur))))
         return false;
-    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
     json_object *ns_selector = fg_json_get(hook, "namespaceSelector", NULL);
+    const struct fg__type *nst = fg__write_namespaces_type(st);
+    if (type == nst)
+        return selector_accepts(ns_selector, obj);
+    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
     if (!type->namespaced || !ns || !ns_selector)
         return true;
-    const struct fg__type *nst = fg__registry_find(st->reg, "", "v1", "namespaces");
     const struct fg__entry *nse = nst ? fg__store_get(st, nst, NULL, ns) : NULL;
     return nse && selector_accepts(ns_selector, nse->obj);
 }
@@ -446,7 +456,7 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
         enum fg_err err = FG_OK;
         for (size_t k = 0; !err && k < fg_json_array_len(hooks); k++) {
             json_object *hook = json_object_array_get_idx(hooks, k);
-            if (!hook_applies(st, hook, type, op, *obj))
+            if (!hook_applies(st, hook, type, op, *obj, cur))
                 continue;
             const char *cfg_name = fg_json_get_str(cfg, "metadata", "name", NULL);
             const char *hook_name = fg_json_get_str(hook, "name", NULL);

@@ -5,7 +5,7 @@
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
  * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
  * certificate checked against the Service's name, and every way of not reaching it follows
- * failurePolicy; a refusal's Status is kube-apiserver's (code at least 400, a message always);
+ * failurePolicy; object and namespace selectors match as kube's do; a refusal's Status is kube-apiserver's (code at least 400, a message always);
  * connections are kept alive, a dropped one replaced, a refused one and a host name
  * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
@@ -89,6 +89,20 @@ static void add_config(struct ctx *c, const char *kind, const char *name, const 
     tc_create(c->server.base, path, fg_buf_str(&b));
     free(path);
     fg_buf_cleanup(&b);
+}
+
+/* Registers a ValidatingWebhookConfiguration `name` of one webhook served by the test's webhook, on
+ * operation `op` of `resource` (a rule's resources entry: "pods", "pods/status", "*\/\*", ...) in
+ * the core group, with `more` (",\"objectSelector\":{...}" or "") added to the webhook. */
+static void add_rule_hook(struct ctx *c, const char *name, const char *op, const char *resource, const char *more)
+{
+    char *body = fg_asprintf("{\"metadata\":{\"name\":\"%s\"},\"webhooks\":[{\"name\":\"%s.test.fracgpu.io\","
+                             "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"clientConfig\":{\"url\":"
+                             "\"https://127.0.0.1:%u/hook\",\"caBundle\":\"%s\"},\"rules\":[{\"operations\":[\"%s\"],"
+                             "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"%s\"]}]%s}]}", name, name,
+                             c->wh.port, c->wh.ca_b64, op, resource, more);
+    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", body);
+    free(body);
 }
 
 /* One mutating webhook on pod creates, served by the test's webhook. */
@@ -469,6 +483,35 @@ static void test_denial_status(void **state)
     }
 }
 
+/* Selectors as kube-apiserver's matchers read them: an update is sent when the old object matches
+ * the objectSelector though the new one does not; a Namespace meets a namespaceSelector by its own
+ * labels. */
+static void test_selectors(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("web");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_rule_hook(c, "objsel", "UPDATE", "pods", ",\"objectSelector\":{\"matchLabels\":{\"app\":\"web\"}}");
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "PATCH", PODS "/web", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"app\":null}}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    tc_reply_cleanup(&r);
+    assert_int_equal(kcw_reviews(&c->wh), 1); /* the old pod matched */
+    assert_int_equal(tc_request(c->server.base, "PATCH", PODS "/web", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"tier\":\"x\"}}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    tc_reply_cleanup(&r);
+    assert_int_equal(kcw_reviews(&c->wh), 1); /* neither did */
+
+    add_rule_hook(c, "nssel", "CREATE", "namespaces", ",\"namespaceSelector\":{\"matchLabels\":{\"team\":\"a\"}}");
+    tc_create(c->server.base, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"ns-b\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+    tc_create(c->server.base, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"ns-a\",\"labels\":{\"team\":\"a\"}}}");
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+}
+
 /* A PATCH and a PUT wait for an UPDATE webhook the same way, and its JSONPatch lands on the result. */
 static void test_update_waits_for_webhook(void **state)
 {
@@ -748,6 +791,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_goes_on_from_what_the_webhook_saw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_redone_when_object_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_selectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_webhook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_name_checked, setup, teardown),
