@@ -15,7 +15,8 @@
  * Finalizers: an object that has some only gets deletionTimestamp (grace 0 unless graceful) and goes
  * when an update removes the last one (store_write.c). Deleting a namespace deletes everything in it
  * at once. Nothing about a pending deletion changes but its grace period: a DELETE of an object
- * already being deleted returns it unchanged.
+ * already being deleted returns it unchanged. A dry run (st->dry_run) checks everything and returns
+ * the object the deletion would leave or remove, writing nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,10 @@ enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, 
     } else if (held && !fg_json_get(meta, "deletionTimestamp", NULL)) {
         fg__write_set_now(meta, "deletionTimestamp");
         json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int(0));
+    }
+    if (st->dry_run) {
+        *out = obj; /* what the deletion would keep or remove; nothing is written */
+        return FG_OK;
     }
     if (held || (step == STEP_GRACEFUL && grace > 0)) {
         *out = json_object_get(fg__store_put(st, type, obj)->obj);
