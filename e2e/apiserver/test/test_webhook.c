@@ -5,8 +5,8 @@
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
  * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
  * certificate checked against the Service's name, and every way of not reaching it follows
- * failurePolicy; object and namespace selectors match as kube's do; a refusal's Status is kube-apiserver's (code at least 400, a message always);
- * connections are kept alive, a dropped one replaced, a refused one and a host name
+ * failurePolicy; object and namespace selectors match as kube's do; a refusal's Status is
+ * kube-apiserver's (code at least 400, a message always); connections are kept alive, a dropped one replaced, a refused one and a host name
  * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
  */
