@@ -64,6 +64,8 @@ struct fg__hook_client;
 struct fg__hook_call;
 struct fg__admission {
     struct fg__hook_client *client; /* borrowed */
+    const char *subresource;     /* the write's subresource ("status", "resize"), NULL for the main
+                                  * resource; borrowed. a webhook rule must name it */
     struct fg__hook_reply *v;
     size_t n, cap;
     size_t next;                 /* calls consumed by the run in progress */

@@ -263,6 +263,7 @@ static void write_start(struct fg_apiserver *srv, struct evhttp_request *req, co
     w->kind = kind;
     w->body = body;
     fg__admission_init(&w->adm, srv->hooks, write_run, w);
+    w->adm.subresource = w->route.sub;
     write_run(w);
 }
 

@@ -19,9 +19,11 @@
  * from the object the webhook was given (fg__admission_resume), so what the write generated (uid,
  * creationTimestamp, a generateName suffix) is what the webhook saw; an update whose stored object
  * changed meanwhile runs again from the start, the webhooks already called answering from their
- * recorded replies (struct fg__admission in admit.h). Writes made by the server itself (binding,
- * eviction, seeding namespaces) call no webhooks, as kube-apiserver's rules on `pods` do not match the
- * pods/binding and pods/eviction subresources.
+ * recorded replies (struct fg__admission in admit.h). A write to a subresource (status, resize) goes
+ * only to webhooks whose rules name it (resource_named: "pods/status", or a "*" after the slash), a
+ * rule "pods" or "*" taking main resources alone, and its review carries subResource. Writes made by
+ * the server itself (binding, eviction, seeding namespaces) call no webhooks: a webhook whose rules
+ * name pods/binding or pods/eviction is not called for them (not served).
  */
 #include "e2e/apiserver/admit.h"
 
@@ -54,7 +56,30 @@ static bool list_has(json_object *list, const char *want)
     return false;
 }
 
-static bool rules_match(json_object *hook, const struct fg__type *type, const char *op)
+/* Does a rule's resources entry name this resource and subresource (NULL: the main resource)? As
+ * kube's matcher splits an entry: the part before '/' is the resource, the rest the subresource (""
+ * when none), each matched exactly or by "*" — so "pods" and "*" take only main resources,
+ * "pods/status" the status of pods, and "pods" followed by "/" and "*" pods and every subresource. */
+static bool resource_named(const char *entry, const char *plural, const char *sub)
+{
+    if (!entry)
+        return false;
+    const char *slash = strchr(entry, '/');
+    size_t len = slash ? (size_t)(slash - entry) : strlen(entry);
+    const char *want_sub = slash ? slash + 1 : "";
+    bool res_ok = (len == 1 && entry[0] == '*') || (strlen(plural) == len && !strncmp(entry, plural, len));
+    return res_ok && (!strcmp(want_sub, "*") || !strcmp(want_sub, sub ? sub : ""));
+}
+
+static bool resources_match(json_object *list, const char *plural, const char *sub)
+{
+    for (size_t i = 0; i < fg_json_array_len(list); i++)
+        if (resource_named(json_object_get_string(json_object_array_get_idx(list, i)), plural, sub))
+            return true;
+    return false;
+}
+
+static bool rules_match(json_object *hook, const struct fg__type *type, const char *sub, const char *op)
 {
     json_object *rules = fg_json_get(hook, "rules", NULL);
     for (size_t i = 0; i < fg_json_array_len(rules); i++) {
@@ -64,7 +89,7 @@ static bool rules_match(json_object *hook, const struct fg__type *type, const ch
         if (scope_ok && list_has(fg_json_get(r, "operations", NULL), op) &&
             list_has(fg_json_get(r, "apiGroups", NULL), type->group) &&
             list_has(fg_json_get(r, "apiVersions", NULL), type->version) &&
-            list_has(fg_json_get(r, "resources", NULL), type->plural))
+            resources_match(fg_json_get(r, "resources", NULL), type->plural, sub))
             return true;
     }
     return false;
@@ -92,7 +117,7 @@ static bool hook_applies(struct fg__store *st, json_object *hook, const struct f
                          json_object *obj, json_object *cur)
 {
     json_object *obj_selector = fg_json_get(hook, "objectSelector", NULL);
-    if (!rules_match(hook, type, op) ||
+    if (!rules_match(hook, type, st->admission->subresource, op) ||
         !(selector_accepts(obj_selector, obj) || (cur && selector_accepts(obj_selector, cur))))
         return false;
     json_object *ns_selector = fg_json_get(hook, "namespaceSelector", NULL);
@@ -118,7 +143,7 @@ static json_object *group_version(const struct fg__type *type, const char *last_
 
 /* The AdmissionReview text, written by json-c with the object in it; an update's oldObject is the
  * stored object's text, put in before the closing braces rather than written again. */
-static char *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
+static char *review(const struct fg__type *type, const char *sub, const char *uid, const char *op, json_object *obj,
                     json_object *cur, struct fg__text *cur_text, bool dry_run)
 {
     json_object *req = json_object_new_object(), *user = json_object_new_object(), *groups = json_object_new_array();
@@ -129,6 +154,8 @@ static char *review(const struct fg__type *type, const char *uid, const char *op
     json_object_object_add(req, "resource", resource);
     json_object_object_add(req, "requestKind", json_object_get(kind));
     json_object_object_add(req, "requestResource", json_object_get(resource));
+    fg_json_set_str(req, "subResource", sub);
+    fg_json_set_str(req, "requestSubResource", sub);
     fg_json_set_str(req, "name", fg_json_get_str(obj, "metadata", "name", NULL));
     fg_json_set_str(req, "namespace", fg_json_get_str(obj, "metadata", "namespace", NULL));
     fg_json_set_str(req, "operation", op);
@@ -315,7 +342,8 @@ static enum fg_err start_call(struct fg__store *st, json_object *hook, const cha
     struct fg__hook_reply *r = &a->v[a->n];
     memset(r, 0, sizeof(*r));
     fg__random_uuid(r->uid);
-    char *text = review(type, r->uid, op, obj, cur, cur ? fg__store_text_of(st, type, cur) : NULL, st->dry_run);
+    struct fg__text *cur_text = cur ? fg__store_text_of(st, type, cur) : NULL;
+    char *text = review(type, a->subresource, r->uid, op, obj, cur, cur_text, st->dry_run);
     struct fg__hook_target target = { t->url, t->dial, ca, ca_len, t->timeout_s };
     enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
     if (!err) {

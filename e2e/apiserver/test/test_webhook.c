@@ -5,9 +5,10 @@
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
  * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
  * certificate checked against the Service's name, and every way of not reaching it follows
- * failurePolicy; object and namespace selectors match as kube's do; a refusal's Status is
- * kube-apiserver's (code at least 400, a message always); connections are kept alive, a dropped one replaced, a refused one and a host name
- * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
+ * failurePolicy; object and namespace selectors and subresource rules match as kube's do; a
+ * refusal's Status is kube-apiserver's (code at least 400, a message always); connections are kept
+ * alive, a dropped one replaced, a refused one and a host name that fails the certificate reported
+ * in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
  */
 #include <ftw.h>
@@ -463,7 +464,8 @@ static void test_denial_status(void **state)
         { "{}", 400, "BadRequest", "admission webhook \"h\" denied the request without explanation" },
         { "{\"code\":200,\"message\":\"\"}", 400, "BadRequest",
           "admission webhook \"h\" denied the request without explanation" },
-        { "{\"code\":399,\"message\":\"nope\"}", 400, "BadRequest", "admission webhook \"h\" denied the request: nope" },
+        { "{\"code\":399,\"message\":\"nope\"}", 400, "BadRequest",
+          "admission webhook \"h\" denied the request: nope" },
         { "{\"code\":403,\"reason\":\"Forbidden\"}", 403, "Forbidden",
           "admission webhook \"h\" denied the request: Forbidden" },
         { "{\"code\":422,\"reason\":\"Invalid\",\"message\":\"bad spec\"}", 422, "Invalid",
@@ -510,6 +512,47 @@ static void test_selectors(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 1);
     tc_create(c->server.base, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"ns-a\",\"labels\":{\"team\":\"a\"}}}");
     assert_int_equal(kcw_reviews(&c->wh), 2);
+}
+
+static void merge_patch(struct ctx *c, const char *path, const char *patch)
+{
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "PATCH", path, "application/merge-patch+json", patch, &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PATCH %s: %ld %s", path, r.code, r.body);
+    tc_reply_cleanup(&r);
+}
+
+/* A write to a subresource reaches only the webhooks whose rules name it ("pods/status", "*\/\*"),
+ * not those on "pods", and its review says which subresource it is. */
+static void test_subresource_rules(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("web");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_rule_hook(c, "main", "UPDATE", "pods", "");
+    merge_patch(c, PODS "/web/status", "{\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+    merge_patch(c, PODS "/web", "{\"metadata\":{\"labels\":{\"a\":\"1\"}}}");
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+    json_object *review = kcw_last_review(&c->wh);
+    assert_null(fg_json_get(review, "request", "subResource", NULL));
+    json_object_put(review);
+
+    add_rule_hook(c, "status", "UPDATE", "pods/status", "");
+    merge_patch(c, PODS "/web/status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+    review = kcw_last_review(&c->wh);
+    assert_string_equal(fg_json_get_str(review, "request", "subResource", NULL), "status");
+    assert_string_equal(fg_json_get_str(review, "request", "requestSubResource", NULL), "status");
+    json_object_put(review);
+    merge_patch(c, PODS "/web", "{\"metadata\":{\"labels\":{\"a\":\"2\"}}}");
+    assert_int_equal(kcw_reviews(&c->wh), 3); /* "pods" only */
+
+    add_rule_hook(c, "every", "UPDATE", "*/*", "");
+    merge_patch(c, PODS "/web/status", "{\"status\":{\"phase\":\"Failed\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 5); /* "pods/status" and "*\/\*" */
 }
 
 /* A PATCH and a PUT wait for an UPDATE webhook the same way, and its JSONPatch lands on the result. */
@@ -792,6 +835,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_update_redone_when_object_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_subresource_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_webhook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_name_checked, setup, teardown),
