@@ -6,10 +6,10 @@
  * with defaults, new pods start Pending, new Jobs get their generated selector; then validating
  * webhooks are called.
  *
- * fg__admit runs inside every create, update and patch (store_write.c), after the write scope is
- * applied and before the commit. It may replace *obj (taken and given back): objects share members
- * with request bodies and stored objects, so anything that edits below the root works on a copy
- * (cow.h).
+ * fg__admit runs inside every update and patch (store_write.c), after the write scope is applied
+ * and before the commit; a create runs its two halves around the filling of the registry's fields.
+ * It may replace *obj (taken and given back): objects share members with request bodies and stored
+ * objects, so anything that edits below the root works on a copy (cow.h).
  * fg__crd_sync runs after a write to a CRD has been committed and brings the registry in line.
  */
 #ifndef FG_E2E_APISERVER_ADMIT_H
@@ -22,9 +22,16 @@
 #include "e2e/apiserver/store.h"
 
 /* Admission of obj (taken; *obj replaced by what to store) as a successor of cur (NULL on create).
- * FG_OK, or an FG_E_KUBE_* code with *out the Status to send and *obj released. */
+ * FG_OK, or an FG_E_KUBE_* code with *out the Status to send and *obj released. fg__admit is
+ * fg__admit_mutate (defaults, built-in admission, mutating webhooks) then fg__admit_validate (the
+ * strategy, validating webhooks); a create runs them apart, filling in between what kube-apiserver's
+ * registry fills after mutation (the name from generateName, uid, creationTimestamp). */
 enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
                       json_object **out) FG_MUST_USE;
+enum fg_err fg__admit_mutate(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                             json_object **out) FG_MUST_USE;
+enum fg_err fg__admit_validate(struct fg__store *st, const struct fg__type *type, json_object *cur,
+                               json_object **obj, json_object **out) FG_MUST_USE;
 
 /* priority.c: kube's Priority admission plugin on pods: on create spec.priority and preemptionPolicy
  * from the PriorityClass named by spec.priorityClassName (or the global default class, or 0), 403

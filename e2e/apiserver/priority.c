@@ -72,8 +72,10 @@ static enum fg_err forbidden(json_object **out, const struct fg__type *pods, con
 
 static enum fg_err admit_create(struct fg__store *st, const struct fg__type *pods, json_object *obj, json_object **out)
 {
+    /* the name is not generated yet: kube's admission errors name the generateName prefix instead */
     const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
-    name = name && *name ? name : "Unknown";
+    const char *prefix = fg_json_get_str(obj, "metadata", "generateName", NULL);
+    name = name && *name ? name : prefix && *prefix ? prefix : "Unknown";
     const struct fg__type *pct = fg__registry_find(st->reg, "scheduling.k8s.io", "v1", "priorityclasses");
     struct fg__bucket *classes = pct ? fg__store_bucket(st, pct) : NULL;
     const char *class_name = fg_json_get_str(obj, "spec", "priorityClassName", NULL);

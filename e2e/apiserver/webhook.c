@@ -16,8 +16,9 @@
  *
  * Calls do not block the loop: each goes out through the server's asynchronous client
  * (hook_client.h) and the write waiting for it is suspended; when the call ends the write goes on
- * from the object the webhook was given (fg__admission_resume), so what the write generated (uid,
- * creationTimestamp, a generateName suffix) is what the webhook saw; an update whose stored object
+ * from the object the webhook was given (fg__admission_resume), so what a validating webhook saw of
+ * what a create generated (the name from generateName, uid, creationTimestamp, all filled after the
+ * mutating webhooks, as kube-apiserver's registry fills them) is what is stored; an update whose stored object
  * changed meanwhile runs again from the start, the webhooks already called answering from their
  * recorded replies (struct fg__admission in admit.h). A write to a subresource (status, resize) goes
  * only to webhooks whose rules name it (resource_named: "pods/status", or a "*" after the slash), a

@@ -344,22 +344,36 @@ static void test_concurrent_creates(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
-/* A write that waited goes on with the object the webhook saw: a generated name, the uid and the
- * creation time are those the webhook was shown. Two creates of one name both wait; the second to
- * come back finds the name taken. */
+static json_object *create_generated(struct ctx *c)
+{
+    return tc_expect_json(c->server.base, "POST", PODS, "application/json",
+                          "{\"metadata\":{\"generateName\":\"gen-\",\"uid\":\"mine\",\"labels\":{\"app\":\"g\"}},"
+                          "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 201);
+}
+
+/* Kube-apiserver's order on create: a mutating webhook sees the pod as sent (with defaults), with
+ * no name yet when it has generateName, no uid and no creationTimestamp (the client's uid wiped);
+ * the registry fills them after mutation, so a validating webhook sees those stored. A write that
+ * waited goes on from where it stopped: two creates of one name both wait; the second to come back
+ * finds the name taken. */
 static void test_write_goes_on_from_what_the_webhook_saw(void **state)
 {
     struct ctx *c = *state;
     add_hook(c, "Fail", 10);
     kcw_set_mode(&c->wh, KCW_MUTATE, 200);
-    json_object *pod = tc_expect_json(c->server.base, "POST", PODS, "application/json",
-                                      "{\"metadata\":{\"generateName\":\"gen-\",\"labels\":{\"app\":\"g\"}},\"spec\":{\"containers\":"
-                                      "[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 201);
+    json_object *pod = create_generated(c);
     json_object *review = kcw_last_review(&c->wh);
     json_object *seen = fg_json_get(review, "request", "object", "metadata", NULL);
-    static const char *const same[] = { "name", "uid", "creationTimestamp" };
-    for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++)
-        assert_string_equal(fg_json_get_str(pod, "metadata", same[i], NULL), fg_json_get_str(seen, same[i], NULL));
+    assert_string_equal(fg_json_get_str(seen, "generateName", NULL), "gen-");
+    static const char *const filled[] = { "name", "uid", "creationTimestamp" };
+    for (size_t i = 0; i < sizeof(filled) / sizeof(*filled); i++) {
+        assert_null(fg_json_get(seen, filled[i], NULL));
+        assert_non_null(fg_json_get_str(pod, "metadata", filled[i], NULL));
+    }
+    assert_null(fg_json_get(review, "request", "name", NULL));
+    assert_true(fg_str_has_prefix(fg_json_get_str(pod, "metadata", "name", NULL), "gen-"));
+    assert_string_not_equal(fg_json_get_str(pod, "metadata", "uid", NULL), "mine");
+    assert_string_equal(fg_json_get_str(pod, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
     json_object_put(review);
     json_object_put(pod);
 
@@ -376,6 +390,18 @@ static void test_write_goes_on_from_what_the_webhook_saw(void **state)
     for (int i = 0; i < 2; i++)
         json_object_put(k[i].json);
     assert_int_equal(kcw_reviews(&c->wh), 3);
+
+    add_config(c, "Validating", "check", "CREATE", 1, &c->wh, "Fail", 10);
+    pod = create_generated(c);
+    assert_int_equal(kcw_reviews(&c->wh), 5);
+    review = kcw_last_review(&c->wh);
+    seen = fg_json_get(review, "request", "object", "metadata", NULL);
+    for (size_t i = 0; i < sizeof(filled) / sizeof(*filled); i++)
+        assert_string_equal(fg_json_get_str(seen, filled[i], NULL), fg_json_get_str(pod, "metadata", filled[i], NULL));
+    assert_string_equal(fg_json_get_str(review, "request", "name", NULL),
+                        fg_json_get_str(pod, "metadata", "name", NULL));
+    json_object_put(review);
+    json_object_put(pod);
 }
 
 struct updater {
