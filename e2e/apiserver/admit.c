@@ -69,8 +69,18 @@ static enum fg_err strategy(const struct fg__type *type, json_object *cur, json_
     return FG_OK;
 }
 
-enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
-                      json_object **out)
+/* On failure *obj is released. */
+static enum fg_err failed(enum fg_err err, json_object **obj)
+{
+    if (err && *obj) {
+        json_object_put(*obj);
+        *obj = NULL;
+    }
+    return err;
+}
+
+enum fg_err fg__admit_mutate(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                             json_object **out)
 {
     /* a write taking up where it waited for a webhook has done what comes before that webhook */
     bool past_mutation = fg__admission_resuming(st->admission, true);
@@ -82,16 +92,23 @@ enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_ob
     }
     if (!err && !past_mutation)
         err = fg__webhook_admit(st, type, cur, obj, true, out);
-    if (err)
-        goto out;
-    if (!past_mutation) /* else the strategy had run too */
+    return failed(err, obj);
+}
+
+enum fg_err fg__admit_validate(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                               json_object **out)
+{
+    enum fg_err err = FG_OK;
+    if (!fg__admission_resuming(st->admission, true)) /* else the strategy had run too */
         err = strategy(type, cur, obj, out);
     if (!err)
         err = fg__webhook_admit(st, type, cur, obj, false, out);
-out:
-    if (err && *obj) {
-        json_object_put(*obj);
-        *obj = NULL;
-    }
-    return err;
+    return failed(err, obj);
+}
+
+enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                      json_object **out)
+{
+    enum fg_err err = fg__admit_mutate(st, type, cur, obj, out);
+    return err ? err : fg__admit_validate(st, type, cur, obj, out);
 }

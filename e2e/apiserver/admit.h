@@ -6,10 +6,10 @@
  * with defaults, new pods start Pending, new Jobs get their generated selector; then validating
  * webhooks are called.
  *
- * fg__admit runs inside every create, update and patch (store_write.c), after the write scope is
- * applied and before the commit. It may replace *obj (taken and given back): objects share members
- * with request bodies and stored objects, so anything that edits below the root works on a copy
- * (cow.h).
+ * fg__admit runs inside every update and patch (store_write.c), after the write scope is applied
+ * and before the commit; a create runs its two halves around the filling of the registry's fields.
+ * It may replace *obj (taken and given back): objects share members with request bodies and stored
+ * objects, so anything that edits below the root works on a copy (cow.h).
  * fg__crd_sync runs after a write to a CRD has been committed and brings the registry in line.
  */
 #ifndef FG_E2E_APISERVER_ADMIT_H
@@ -22,9 +22,16 @@
 #include "e2e/apiserver/store.h"
 
 /* Admission of obj (taken; *obj replaced by what to store) as a successor of cur (NULL on create).
- * FG_OK, or an FG_E_KUBE_* code with *out the Status to send and *obj released. */
+ * FG_OK, or an FG_E_KUBE_* code with *out the Status to send and *obj released. fg__admit is
+ * fg__admit_mutate (defaults, built-in admission, mutating webhooks) then fg__admit_validate (the
+ * strategy, validating webhooks); a create runs them apart, filling in between what kube-apiserver's
+ * registry fills after mutation (the name from generateName, uid, creationTimestamp). */
 enum fg_err fg__admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
                       json_object **out) FG_MUST_USE;
+enum fg_err fg__admit_mutate(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object **obj,
+                             json_object **out) FG_MUST_USE;
+enum fg_err fg__admit_validate(struct fg__store *st, const struct fg__type *type, json_object *cur,
+                               json_object **obj, json_object **out) FG_MUST_USE;
 
 /* priority.c: kube's Priority admission plugin on pods: on create spec.priority and preemptionPolicy
  * from the PriorityClass named by spec.priorityClassName (or the global default class, or 0), 403
@@ -64,6 +71,8 @@ struct fg__hook_client;
 struct fg__hook_call;
 struct fg__admission {
     struct fg__hook_client *client; /* borrowed */
+    const char *subresource;     /* the write's subresource ("status", "resize"), NULL for the main
+                                  * resource; borrowed. a webhook rule must name it */
     struct fg__hook_reply *v;
     size_t n, cap;
     size_t next;                 /* calls consumed by the run in progress */
@@ -92,6 +101,12 @@ bool fg__admission_resuming(const struct fg__admission *a, bool validating);
  * free); else kube's reason in errmsg. */
 enum fg_err fg__webhook_service(struct fg__store *st, json_object *service, char **url, char **dial,
                                 char *errmsg) FG_MUST_USE;
+
+/* The Status sent for a webhook's refusal, as kube-apiserver makes it from the response's status
+ * (may be NULL): its code, 400 when absent or below 400; the message "admission webhook \"HOOK\"
+ * denied the request: " and status.message, else status.reason, else "admission webhook \"HOOK\"
+ * denied the request without explanation"; its reason, else the code's. */
+json_object *fg__webhook_denial(const char *hook, json_object *status);
 
 /* Calls the matching mutating (mutating) or validating webhooks for a create or update; FG_OK with
  * *obj possibly replaced by the mutated object, FG_E_BUSY while a call is in flight, or an error with

@@ -49,7 +49,7 @@ struct fg__cow_node fg__cow_child(struct fg__cow_node *up, const char *key)
 struct fg__cow_node fg__cow_elem(struct fg__cow_node *up, size_t i)
 {
     json_object *o = NULL;
-    if (json_object_is_type(up->obj, json_type_array) && i < json_object_array_length(up->obj))
+    if (i < fg_json_array_len(up->obj))
         o = json_object_array_get_idx(up->obj, i);
     return (struct fg__cow_node){ .up = up, .idx = i, .obj = o };
 }
@@ -123,5 +123,5 @@ bool fg__cow_default_bool(struct fg__cow *c, struct fg__cow_node *n, const char 
 
 size_t fg__cow_len(const struct fg__cow_node *n)
 {
-    return json_object_is_type(n->obj, json_type_array) ? json_object_array_length(n->obj) : 0;
+    return fg_json_array_len(n->obj);
 }

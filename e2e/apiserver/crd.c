@@ -63,7 +63,7 @@ enum fg_err fg__crd_admit(const struct fg__type *type, json_object *obj, json_ob
     if (!name_ok)
         return fg__write_invalid(out, type, name, "metadata.name", "FieldValueInvalid",
                                  "Invalid value: must be spec.names.plural+\".\"+spec.group");
-    size_t nversions = json_object_is_type(versions, json_type_array) ? json_object_array_length(versions) : 0;
+    size_t nversions = fg_json_array_len(versions);
     if (!nversions)
         return fg__write_invalid(out, type, name, "spec.versions", "FieldValueInvalid",
                                  "Invalid value: must have exactly one version marked as storage version");

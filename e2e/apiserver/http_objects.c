@@ -138,20 +138,55 @@ static bool subresource_scope(struct evhttp_request *req, const struct fg__route
     return false;
 }
 
-/* POST-only subresources that act on a pod: binding and eviction. */
-static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r)
+/* Adds one dryRun value to *dry: "All" asks for a dry run, an empty one for none; any other is 400
+ * (replied, false returned). */
+static bool dry_run_value(struct evhttp_request *req, const char *v, bool *dry)
+{
+    if (!v || !*v)
+        return true;
+    if (strcmp(v, "All")) {
+        fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "dryRun: Unsupported value: \"%s\": supported values: \"All\"", v);
+        return false;
+    }
+    *dry = true;
+    return true;
+}
+
+/* Whether a write is a dry run: dryRun in the query, or in the DeleteOptions opts (a list; NULL when
+ * none) that a DELETE or an eviction carries, as kube-apiserver takes it from either. False with a
+ * 400 replied for a value other than "All". */
+static bool dry_run_of(struct evhttp_request *req, const struct evkeyvalq *query, json_object *opts, bool *dry)
+{
+    *dry = false;
+    if (!dry_run_value(req, fg__query_get(query, "dryRun"), dry))
+        return false;
+    json_object *list = fg_json_get(opts, "dryRun", NULL);
+    for (size_t i = 0; i < fg_json_array_len(list); i++)
+        if (!dry_run_value(req, json_object_get_string(json_object_array_get_idx(list, i)), dry))
+            return false;
+    return true;
+}
+
+/* POST-only subresources that act on a pod: binding and eviction. A dry run checks everything
+ * (the pod, its node, its budget) and writes nothing. */
+static void create_action(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *r,
+                          const struct evkeyvalq *query)
 {
     json_object *body = NULL, *out = NULL;
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
         fg__reply_error(req, FG_E_KUBE_METHOD_NOT_ALLOWED, "%s can only be created (POST)", r->sub);
         return;
     }
-    bool binding = !strcmp(r->sub, "binding");
+    bool binding = !strcmp(r->sub, "binding"), dry = false;
     if (read_typed(srv, req, binding ? "" : "policy", "v1", binding ? "Binding" : "Eviction", &body))
         return;
-    enum fg_err err = binding ? fg__store_bind(&srv->store, r->type, r->ns, r->name, body, &out)
-                              : fg__store_evict(&srv->store, r->type, r->ns, r->name, body, &out);
-    reply_result(srv, req, r, err, out, 201);
+    if (dry_run_of(req, query, binding ? NULL : fg_json_get(body, "deleteOptions", NULL), &dry)) {
+        srv->store.dry_run = dry;
+        enum fg_err err = binding ? fg__store_bind(&srv->store, r->type, r->ns, r->name, body, &out)
+                                  : fg__store_evict(&srv->store, r->type, r->ns, r->name, body, &out);
+        srv->store.dry_run = false;
+        reply_result(srv, req, r, err, out, 201);
+    }
     json_object_put(body);
 }
 
@@ -228,6 +263,7 @@ static void write_start(struct fg_apiserver *srv, struct evhttp_request *req, co
     w->kind = kind;
     w->body = body;
     fg__admission_init(&w->adm, srv->hooks, write_run, w);
+    w->adm.subresource = w->route.sub;
     write_run(w);
 }
 
@@ -279,7 +315,7 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
     enum fg_err err;
     if (r->sub && (!strcmp(r->sub, "binding") || !strcmp(r->sub, "eviction")) &&
         fg__type_has_subresource(r->type, r->sub)) {
-        create_action(srv, req, r);
+        create_action(srv, req, r, query);
         return;
     }
     if (!subresource_scope(req, r, &scope))
@@ -289,13 +325,9 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
         return;
     }
     /* dryRun=All: the write is checked and admitted (webhooks included) but not stored */
-    const char *dry = fg__query_get(query, "dryRun");
-    bool dry_run = dry && *dry;
-    if (dry_run && strcmp(dry, "All")) {
-        fg__reply_error(req, FG_E_KUBE_BAD_REQUEST, "dryRun: Unsupported value: \"%s\": supported values: \"All\"",
-                        dry);
+    bool dry_run;
+    if (!dry_run_of(req, query, NULL, &dry_run))
         return;
-    }
     if (cmd == EVHTTP_REQ_PATCH) {
         enum fg__patch_kind kind;
         const char *ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
@@ -318,13 +350,12 @@ void fg__http_object(struct fg_apiserver *srv, struct evhttp_request *req, const
     } else if (cmd == EVHTTP_REQ_DELETE && scope == FG__SCOPE_MAIN) {
         if (delete_options(srv, req, r->type, query, &body))
             return;
-        if (dry_run) {
-            get_object(srv, req, r);   /* what would be deleted; nothing is */
-            json_object_put(body);
-            return;
+        if (dry_run_of(req, query, body, &dry_run)) {
+            srv->store.dry_run = dry_run;
+            err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
+            srv->store.dry_run = false;
+            reply_result(srv, req, r, err, out, 200);
         }
-        err = fg__store_delete(&srv->store, r->type, r->ns, r->name, body, &out);
-        reply_result(srv, req, r, err, out, 200);
     } else {
         fg__reply_error(req, FG_E_KUBE_METHOD_NOT_ALLOWED, "the server does not allow this method on the requested "
                         "resource");

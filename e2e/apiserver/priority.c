@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "e2e/apiserver/patch.h"
+#include "e2e/apiserver/cow.h"
 #include "e2e/apiserver/store_int.h"
 
 #define NO_CLASS_PREEMPTION "PreemptLowerPriority"
@@ -70,19 +70,12 @@ static enum fg_err forbidden(json_object **out, const struct fg__type *pods, con
     return fg__write_fail(out, FG_E_KUBE_FORBIDDEN, pods, name, NULL, "pods \"%s\" is forbidden: %s", name, why);
 }
 
-/* The pod's spec made private to obj (a shallow copy replacing the shared one), created when absent. */
-static json_object *own_spec(json_object *obj)
-{
-    json_object *spec = fg_json_get(obj, "spec", NULL);
-    spec = json_object_is_type(spec, json_type_object) ? fg__json_shallow_dup(spec) : json_object_new_object();
-    json_object_object_add(obj, "spec", spec);
-    return spec;
-}
-
 static enum fg_err admit_create(struct fg__store *st, const struct fg__type *pods, json_object *obj, json_object **out)
 {
+    /* the name is not generated yet: kube's admission errors name the generateName prefix instead */
     const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
-    name = name && *name ? name : "Unknown";
+    const char *prefix = fg_json_get_str(obj, "metadata", "generateName", NULL);
+    name = name && *name ? name : prefix && *prefix ? prefix : "Unknown";
     const struct fg__type *pct = fg__registry_find(st->reg, "scheduling.k8s.io", "v1", "priorityclasses");
     struct fg__bucket *classes = pct ? fg__store_bucket(st, pct) : NULL;
     const char *class_name = fg_json_get_str(obj, "spec", "priorityClassName", NULL);
@@ -105,12 +98,16 @@ static enum fg_err admit_create(struct fg__store *st, const struct fg__type *pod
         return forbidden(out, pods, name, "the string value of PreemptionPolicy (%s) must not be provided in pod "
                          "spec; priority admission controller computed %s from the given PriorityClass name", policy,
                          r.preemption);
-    json_object *spec = own_spec(obj);
+    struct fg__cow c;
+    struct fg__cow_node root;
+    fg__cow_init(&c, &root, obj);
+    struct fg__cow_node spec = fg__cow_child(&root, "spec");
     if (r.class_name)
-        fg_json_set_str(spec, "priorityClassName", r.class_name);
-    json_object_object_add(spec, "priority", json_object_new_int64(r.value));
+        fg__cow_set(&c, &spec, "priorityClassName", json_object_new_string(r.class_name));
+    fg__cow_set(&c, &spec, "priority", json_object_new_int64(r.value));
     if (r.preemption)
-        fg_json_set_str(spec, "preemptionPolicy", r.preemption);
+        fg__cow_set(&c, &spec, "preemptionPolicy", json_object_new_string(r.preemption));
+    fg__cow_cleanup(&c);
     return FG_OK;
 }
 
@@ -118,15 +115,16 @@ static enum fg_err admit_create(struct fg__store *st, const struct fg__type *pod
 static void admit_update(json_object *cur, json_object *obj)
 {
     static const char *const kept[] = { "priority", "preemptionPolicy" };
-    json_object *spec = NULL;
+    struct fg__cow c;
+    struct fg__cow_node root;
+    fg__cow_init(&c, &root, obj);
+    struct fg__cow_node spec = fg__cow_child(&root, "spec");
     for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++) {
         json_object *old = fg_json_get(cur, "spec", kept[i], NULL);
-        if (!old || fg_json_get(obj, "spec", kept[i], NULL))
-            continue;
-        if (!spec)
-            spec = own_spec(obj);
-        json_object_object_add(spec, kept[i], json_object_get(old));
+        if (old && fg__cow_unset(&spec, kept[i], FG__COW_IF_NIL))
+            fg__cow_set(&c, &spec, kept[i], json_object_get(old));
     }
+    fg__cow_cleanup(&c);
 }
 
 enum fg_err fg__priority_admit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object *obj,

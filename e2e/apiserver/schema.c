@@ -139,7 +139,7 @@ static void walk_object(struct walk *w, json_object *schema, json_object *obj, c
         }
     }
     json_object *required = fg_json_get(schema, "required", NULL);
-    for (size_t i = 0; json_object_is_type(required, json_type_array) && i < json_object_array_length(required); i++) {
+    for (size_t i = 0; i < fg_json_array_len(required); i++) {
         const char *r = json_object_get_string(json_object_array_get_idx(required, i));
         if (r && !json_object_object_get_ex(obj, r, NULL)) {
             char *f = *field ? fg_asprintf("%s.%s", field, r) : fg_strdup(r);

@@ -204,7 +204,8 @@ void fg__table_reply(struct evhttp_request *req, json_object *table);
 /* table_cells.c: the cell of a `compute` column (the column row, for its jsonPath), or NULL when
  * `what` is unknown or the value is absent. */
 json_object *fg__table_cell_computed(const char *what, json_object *column, json_object *obj);
-/* kubectl's HumanDuration ("45s", "2m3s", "5h", "3d4h") as a string cell. */
+/* apimachinery's HumanDuration of a whole number of seconds ("45s", "2m3s", "5h", "3d4h", "2y3d",
+ * "<invalid>" before -1 s) as a string cell. */
 json_object *fg__human_duration(long long seconds);
 
 /* watch.c */

@@ -28,7 +28,7 @@ static void set_scheduled(json_object *status)
 {
     json_object *old = fg_json_get(status, "conditions", NULL);
     json_object *conditions = json_object_new_array();
-    for (size_t i = 0; json_object_is_type(old, json_type_array) && i < json_object_array_length(old); i++) {
+    for (size_t i = 0; i < fg_json_array_len(old); i++) {
         json_object *c = json_object_array_get_idx(old, i);
         if (!fg_str_eq(fg_json_get_str(c, "type", NULL), "PodScheduled"))
             json_object_array_add(conditions, json_object_get(c));

@@ -15,15 +15,17 @@
  * Finalizers: an object that has some only gets deletionTimestamp (grace 0 unless graceful) and goes
  * when an update removes the last one (store_write.c). Deleting a namespace deletes everything in it
  * at once. Nothing about a pending deletion changes but its grace period: a DELETE of an object
- * already being deleted returns it unchanged.
+ * already being deleted returns it unchanged. A dry run (st->dry_run) checks everything and returns
+ * the object the deletion would leave or remove, writing nothing.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "e2e/apiserver/patch.h"
 #include "e2e/apiserver/status.h"
 #include "e2e/apiserver/store.h"
@@ -89,7 +91,7 @@ static json_object *policy_finalizers(json_object *cur, const char *policy)
 {
     json_object *old = fg_json_get(cur, "metadata", "finalizers", NULL);
     json_object *f = json_object_new_array();
-    for (size_t i = 0; json_object_is_type(old, json_type_array) && i < json_object_array_length(old); i++) {
+    for (size_t i = 0; i < fg_json_array_len(old); i++) {
         json_object *v = json_object_array_get_idx(old, i);
         const char *name = json_object_get_string(v);
         if (policy && (fg_str_eq(name, FINALIZER_ORPHAN) || fg_str_eq(name, FINALIZER_FOREGROUND)))
@@ -118,14 +120,6 @@ static int64_t pod_grace(json_object *pod, const struct delete_opts *o)
     return grace < 0 ? 1 : grace;
 }
 
-static time_t parse_time(const char *s)
-{
-    struct tm tm = { 0 };
-    if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-        return time(NULL);
-    return timegm(&tm);
-}
-
 /* What a DELETE does to the stored object (kube's BeforeDelete). */
 enum delete_step {
     STEP_UNCHANGED, /* a deletion is pending and stays as it is */
@@ -133,25 +127,40 @@ enum delete_step {
     STEP_PLAIN,     /* not graceful: goes now unless finalizers hold it */
 };
 
-static enum delete_step plan(const struct fg__type *type, json_object *cur, const struct delete_opts *o,
-                             int64_t *grace, time_t *when)
+/* The step and, when graceful, the grace period and the deadline (*when_ms, since the epoch). A
+ * deletionTimestamp that is not an RFC 3339 time (kube-apiserver cannot hold one; a state file can)
+ * cannot be moved back: 500, nothing changed. */
+static enum fg_err plan(const struct fg__type *type, json_object *cur, const struct delete_opts *o,
+                        enum delete_step *step, int64_t *grace, int64_t *when_ms, json_object **out)
 {
     json_object *meta = fg_json_get(cur, "metadata", NULL);
+    *step = STEP_GRACEFUL;
     if (fg_json_get(meta, "deletionTimestamp", NULL)) {
-        int64_t cur_grace;
+        int64_t cur_grace, deadline_ms;
         if (!fg_json_get_int64(meta, &cur_grace, "deletionGracePeriodSeconds", NULL))
-            return STEP_PLAIN;
-        if (!o->has_grace || o->grace >= cur_grace)
-            return STEP_UNCHANGED; /* only a shorter grace period may be given */
+            *step = STEP_PLAIN;
+        else if (!o->has_grace || o->grace >= cur_grace)
+            *step = STEP_UNCHANGED; /* only a shorter grace period may be given */
+        if (*step != STEP_GRACEFUL)
+            return FG_OK;
+        const char *ts = fg_json_get_str(meta, "deletionTimestamp", NULL);
+        if (!fg_time_parse(ts, &deadline_ms)) {
+            const char *name = fg_json_get_str(meta, "name", NULL);
+            return fg__write_fail(out, FG_E_KUBE_INTERNAL, type, name, NULL,
+                                  "%s \"%s\" has a deletionTimestamp that is not an RFC 3339 time: %s", type->plural,
+                                  name ? name : "", ts ? ts : "(not a string)");
+        }
         *grace = o->grace;
-        *when = parse_time(fg_json_get_str(meta, "deletionTimestamp", NULL)) - (time_t)cur_grace + (time_t)o->grace;
-        return STEP_GRACEFUL;
+        *when_ms = deadline_ms + (o->grace - cur_grace) * 1000;
+        return FG_OK;
     }
-    if (!is_pods(type))
-        return STEP_PLAIN;
+    if (!is_pods(type)) {
+        *step = STEP_PLAIN;
+        return FG_OK;
+    }
     *grace = pod_grace(cur, o);
-    *when = time(NULL) + (time_t)*grace;
-    return STEP_GRACEFUL;
+    *when_ms = fg_clock_wall_ms() + *grace * 1000;
+    return FG_OK;
 }
 
 static void delete_namespace_contents(struct fg__store *st, const char *ns)
@@ -191,9 +200,10 @@ enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, 
                                   "Precondition failed: %s in precondition: %s, %s in object meta: %s",
                                   preconditions[i], want, preconditions[i], have ? have : "");
     }
-    int64_t grace = 0;
-    time_t when = 0;
-    enum delete_step step = plan(type, cur->obj, &o, &grace, &when);
+    int64_t grace = 0, when_ms = 0;
+    enum delete_step step;
+    if ((err = plan(type, cur->obj, &o, &step, &grace, &when_ms, out)) != FG_OK)
+        return err;
     if (step == STEP_UNCHANGED) {
         *out = json_object_get(cur->obj);
         return FG_OK;
@@ -208,11 +218,15 @@ enum fg_err fg__store_delete(struct fg__store *st, const struct fg__type *type, 
     else
         json_object_put(finalizers);
     if (step == STEP_GRACEFUL) {
-        fg__write_set_time(meta, "deletionTimestamp", when);
+        fg__write_set_time(meta, "deletionTimestamp", when_ms);
         json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int64(grace));
     } else if (held && !fg_json_get(meta, "deletionTimestamp", NULL)) {
         fg__write_set_now(meta, "deletionTimestamp");
         json_object_object_add(meta, "deletionGracePeriodSeconds", json_object_new_int(0));
+    }
+    if (st->dry_run) {
+        *out = obj; /* what the deletion would keep or remove; nothing is written */
+        return FG_OK;
     }
     if (held || (step == STEP_GRACEFUL && grace > 0)) {
         *out = json_object_get(fg__store_put(st, type, obj)->obj);

@@ -1,15 +1,21 @@
 /*
- * store_evict — the pods/eviction subresource, honouring PodDisruptionBudgets.
+ * store_evict — the pods/eviction subresource, honouring PodDisruptionBudgets as kube-apiserver's
+ * eviction REST does.
  *
- * An eviction finds the budgets in the pod's namespace whose selector matches the pod (more than one
- * is an error, as in kube-apiserver). A budget whose status was computed for its current generation
- * (status.observedGeneration >= metadata.generation) is trusted and its disruptionsAllowed is
- * decremented on success; otherwise, since the test cluster may run no disruption controller, the
- * allowance is computed here from the live pods: healthy pods (Ready, or Running without a Ready
- * condition) minus the desired number from minAvailable / maxUnavailable (integers or percentages
- * of the matching pods, rounded up). An unhealthy pod may always be evicted. When the budget allows
- * it the pod is deleted (with the eviction's deleteOptions) and the reply is a 201 Success Status;
- * otherwise 429 TooManyRequests with a DisruptionBudget cause.
+ * A pod that is Succeeded, Failed, Pending or already being deleted goes without any budget being
+ * read. Otherwise the budgets in the pod's namespace whose selector matches the pod are found (more
+ * than one is a 500, as in kube-apiserver). A budget whose status was computed for its current
+ * generation (status.observedGeneration >= metadata.generation) is trusted: its disruptionsAllowed,
+ * currentHealthy and desiredHealthy are read, and disruptionsAllowed is decremented on success;
+ * otherwise, since the test cluster may run no disruption controller, they are computed here from
+ * the live pods as that controller does: healthy pods are those not being deleted whose Ready
+ * condition is True; desired is minAvailable, or the matching pods less maxUnavailable (integers
+ * or percentages of the matching pods, rounded up). A pod that is not Ready goes without consuming
+ * the budget when spec.unhealthyPodEvictionPolicy is AlwaysAllow, or (IfHealthyBudget, the default)
+ * when the budget is met (currentHealthy >= desiredHealthy > 0); any other eviction needs a
+ * disruption allowed. When allowed the pod is deleted (with the eviction's deleteOptions) and the
+ * reply is a 201 Success Status; otherwise 429 TooManyRequests with a DisruptionBudget cause. A dry
+ * run (st->dry_run) checks all of it and writes nothing.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -24,19 +30,24 @@
 #include "e2e/apiserver/store.h"
 #include "e2e/apiserver/store_int.h"
 
-/* As kube's disruption controller counts: not being deleted, and Ready (or Running without a Ready
- * condition). */
-static bool pod_healthy(json_object *pod)
+/* Is the pod's Ready condition True (kube's IsPodReady)? */
+static bool pod_ready(json_object *pod)
 {
-    if (fg_json_get(pod, "metadata", "deletionTimestamp", NULL))
-        return false;
     json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
-    for (size_t i = 0; json_object_is_type(conds, json_type_array) && i < json_object_array_length(conds); i++) {
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready"))
             return fg_str_eq(fg_json_get_str(c, "status", NULL), "True");
     }
-    return fg_str_eq(fg_json_get_str(pod, "status", "phase", NULL), "Running");
+    return false;
+}
+
+/* May the pod go without its budgets being read (kube's canIgnorePDB)? */
+static bool budget_ignored(json_object *pod)
+{
+    const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
+    return fg_str_eq(phase, "Succeeded") || fg_str_eq(phase, "Failed") || fg_str_eq(phase, "Pending") ||
+           fg_json_get(pod, "metadata", "deletionTimestamp", NULL);
 }
 
 /* An int-or-string ("25%") against a total: the count, percentages rounded up. */
@@ -49,23 +60,44 @@ static long scaled(json_object *v, long total)
     return (long)ceil(pct * (double)total / 100.0);
 }
 
-/* How many disruptions the budget allows now; -1 when its selector is unusable. */
-static long allowed_now(struct fg__store *st, const struct fg__type *pods, const char *ns, json_object *pdb,
-                        struct fg_selector *sel)
+/* A budget's numbers, as its status carries them. */
+struct budget_now {
+    long allowed, current, desired;
+};
+
+/* Does the budget carry a status computed for its current generation? */
+static bool status_trusted(json_object *pdb)
 {
     int64_t observed = -1, generation = 0, allowed = 0;
     fg_json_get_int64(pdb, &generation, "metadata", "generation", NULL);
-    if (fg_json_get_int64(pdb, &observed, "status", "observedGeneration", NULL) && observed >= generation &&
-        fg_json_get_int64(pdb, &allowed, "status", "disruptionsAllowed", NULL))
-        return (long)allowed;
+    return fg_json_get_int64(pdb, &observed, "status", "observedGeneration", NULL) && observed >= generation &&
+           fg_json_get_int64(pdb, &allowed, "status", "disruptionsAllowed", NULL);
+}
+
+static long status_long(json_object *pdb, const char *field)
+{
+    int64_t v = 0;
+    fg_json_get_int64(pdb, &v, "status", field, NULL);
+    return (long)v;
+}
+
+/* The budget's numbers now: its trusted status, else computed from the live pods it selects as
+ * kube's disruption controller computes them. */
+static struct budget_now budget_now(struct fg__store *st, const struct fg__type *pods, const char *ns,
+                                    json_object *pdb, struct fg_selector *sel)
+{
+    if (status_trusted(pdb))
+        return (struct budget_now){ status_long(pdb, "disruptionsAllowed"), status_long(pdb, "currentHealthy"),
+                                    status_long(pdb, "desiredHealthy") };
     struct fg__bucket *b = fg__store_bucket(st, pods);
     char *prefix = fg_asprintf("%s/", ns);
     long expected = 0, healthy = 0;
     for (size_t i = fg__store_lower_bound(b, prefix); i < b->n && fg_str_has_prefix(b->v[i]->key, prefix); i++) {
-        if (!fg_selector_match_labels(sel, b->v[i]->obj))
+        json_object *pod = b->v[i]->obj;
+        if (!fg_selector_match_labels(sel, pod))
             continue;
         expected++;
-        healthy += pod_healthy(b->v[i]->obj);
+        healthy += !fg_json_get(pod, "metadata", "deletionTimestamp", NULL) && pod_ready(pod);
     }
     free(prefix);
     json_object *min_available = fg_json_get(pdb, "spec", "minAvailable", NULL);
@@ -75,17 +107,17 @@ static long allowed_now(struct fg__store *st, const struct fg__type *pods, const
         desired = expected - scaled(max_unavailable, expected);
     else if (min_available)
         desired = scaled(min_available, expected);
-    return healthy - desired > 0 ? healthy - desired : 0;
+    if (desired < 0)
+        desired = 0;
+    return (struct budget_now){ healthy > desired ? healthy - desired : 0, healthy, desired };
 }
 
 /* Records one disruption on a budget that carries a trusted status. */
 static void consume(struct fg__store *st, const struct fg__type *pdbs, json_object *pdb)
 {
-    int64_t observed = -1, generation = 0, allowed = 0;
-    fg_json_get_int64(pdb, &generation, "metadata", "generation", NULL);
-    if (!fg_json_get_int64(pdb, &observed, "status", "observedGeneration", NULL) || observed < generation ||
-        !fg_json_get_int64(pdb, &allowed, "status", "disruptionsAllowed", NULL))
+    if (!status_trusted(pdb))
         return;
+    long allowed = status_long(pdb, "disruptionsAllowed");
     json_object *obj = fg__json_shallow_dup(pdb);
     json_object *status = fg__json_shallow_dup(fg_json_get(pdb, "status", NULL));
     json_object_object_add(status, "disruptionsAllowed", json_object_new_int64(allowed - 1));
@@ -98,14 +130,52 @@ static void consume(struct fg__store *st, const struct fg__type *pdbs, json_obje
     json_object_put(out);
 }
 
-static enum fg_err refuse(json_object **out, const char *name, const char *pdb_name, const char *why)
+static enum fg_err refuse(json_object **out, const char *name, const char *pdb_name, const struct budget_now *now)
 {
     json_object *details = fg__status_details(name, "", "pods");
-    char *msg = fg_asprintf("The disruption budget %s %s", pdb_name, why);
+    char *msg = fg_asprintf("The disruption budget %s needs %ld healthy pods and has %ld currently", pdb_name,
+                            now->desired, now->current);
     fg__status_add_cause(details, "DisruptionBudget", msg, "");
     free(msg);
     return fg__write_fail(out, FG_E_KUBE_TOO_MANY_REQUESTS, NULL, NULL, details,
                           "Cannot evict pod as it would violate the pod's disruption budget.");
+}
+
+/* The one budget in ns selecting the pod (*budget NULL when none) and its numbers; a 500 when
+ * several do, as the eviction subresource supports one. */
+static enum fg_err find_budget(struct fg__store *st, const struct fg__type *pods, const struct fg__type *pdbs,
+                               const char *ns, json_object *pod, json_object **budget, struct budget_now *now,
+                               json_object **out)
+{
+    *budget = NULL;
+    struct fg__bucket *b = pdbs ? fg__store_bucket(st, pdbs) : NULL;
+    char *prefix = fg_asprintf("%s/", ns);
+    enum fg_err err = FG_OK;
+    for (size_t i = b ? fg__store_lower_bound(b, prefix) : 0;
+         !err && b && i < b->n && fg_str_has_prefix(b->v[i]->key, prefix); i++) {
+        struct fg_selector sel;
+        json_object *selector = fg_json_get(b->v[i]->obj, "spec", "selector", NULL);
+        if (!selector || fg_selector_from_json(selector, &sel, NULL) != FG_OK)
+            continue; /* a budget without a usable selector selects no pod */
+        if (fg_selector_match_labels(&sel, pod) && *budget) {
+            err = fg__write_fail(out, FG_E_KUBE_INTERNAL, NULL, NULL, NULL, "This pod has more than one "
+                                 "PodDisruptionBudget, which the eviction subresource does not support.");
+        } else if (fg_selector_match_labels(&sel, pod)) {
+            *budget = b->v[i]->obj;
+            *now = budget_now(st, pods, ns, *budget, &sel);
+        }
+        fg_selector_cleanup(&sel);
+    }
+    free(prefix);
+    return err;
+}
+
+/* May a pod that is not Ready go without consuming the budget? */
+static bool unready_may_go(json_object *pdb, const struct budget_now *now)
+{
+    if (fg_str_eq(fg_json_get_str(pdb, "spec", "unhealthyPodEvictionPolicy", NULL), "AlwaysAllow"))
+        return true;
+    return now->current >= now->desired && now->desired > 0; /* IfHealthyBudget: the budget is met */
 }
 
 enum fg_err fg__store_evict(struct fg__store *st, const struct fg__type *pods, const char *ns, const char *name,
@@ -114,35 +184,20 @@ enum fg_err fg__store_evict(struct fg__store *st, const struct fg__type *pods, c
     const struct fg__entry *pod = fg__store_get(st, pods, ns, name);
     if (!pod)
         return fg__write_not_found(out, pods, name);
-    const struct fg__type *pdbs = fg__registry_find(st->reg, "policy", "v1", "poddisruptionbudgets");
-    json_object *budget = NULL;
-    long allowed = 0;
-    struct fg__bucket *b = pdbs ? fg__store_bucket(st, pdbs) : NULL;
-    char *prefix = fg_asprintf("%s/", ns);
-    for (size_t i = b ? fg__store_lower_bound(b, prefix) : 0; b && i < b->n && fg_str_has_prefix(b->v[i]->key, prefix);
-         i++) {
-        struct fg_selector sel;
-        json_object *selector = fg_json_get(b->v[i]->obj, "spec", "selector", NULL);
-        if (!selector || fg_selector_from_json(selector, &sel, NULL) != FG_OK)
-            continue; /* a budget without a usable selector selects no pod */
-        if (fg_selector_match_labels(&sel, pod->obj)) {
-            if (budget) {
-                fg_selector_cleanup(&sel);
-                free(prefix);
-                return fg__write_fail(out, FG_E_KUBE_INTERNAL, NULL, NULL, NULL, "This pod has more than one "
-                                      "PodDisruptionBudget, which the eviction subresource does not support.");
-            }
-            budget = b->v[i]->obj;
-            allowed = allowed_now(st, pods, ns, budget, &sel);
+    if (!budget_ignored(pod->obj)) {
+        const struct fg__type *pdbs = fg__registry_find(st->reg, "policy", "v1", "poddisruptionbudgets");
+        json_object *budget = NULL;
+        struct budget_now now = { 0, 0, 0 };
+        enum fg_err err = find_budget(st, pods, pdbs, ns, pod->obj, &budget, &now, out);
+        if (err)
+            return err;
+        bool spared = budget && !pod_ready(pod->obj) && unready_may_go(budget, &now); /* not counted healthy */
+        if (budget && !spared) {
+            const char *pdb_name = fg_json_get_str(budget, "metadata", "name", NULL);
+            if (now.allowed <= 0)
+                return refuse(out, name, pdb_name ? pdb_name : "", &now);
+            consume(st, pdbs, budget);
         }
-        fg_selector_cleanup(&sel);
-    }
-    free(prefix);
-    if (budget && pod_healthy(pod->obj)) {
-        const char *pdb_name = fg_json_get_str(budget, "metadata", "name", NULL);
-        if (allowed <= 0)
-            return refuse(out, name, pdb_name ? pdb_name : "", "allows no disruption now");
-        consume(st, pdbs, budget);
     }
     json_object *deleted = NULL;
     enum fg_err err = fg__store_delete(st, pods, ns, name, fg_json_get(eviction, "deleteOptions", NULL), &deleted);

@@ -7,7 +7,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
-#include <time.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "e2e/apiserver/store.h"
@@ -21,10 +21,10 @@ enum fg_err fg__write_invalid(json_object **out, const struct fg__type *type, co
                               const char *cause_reason, const char *detail);
 /* A 404 NotFound Status for type/name. */
 enum fg_err fg__write_not_found(json_object **out, const struct fg__type *type, const char *name);
-/* Sets meta[field] to the current time, RFC 3339 in UTC. */
+/* Sets meta[field] to the current time, RFC 3339 in UTC (base/timefmt.h). */
 void fg__write_set_now(json_object *meta, const char *field);
-/* Sets meta[field] to t, RFC 3339 in UTC. */
-void fg__write_set_time(json_object *meta, const char *field, time_t t);
+/* Sets meta[field] to wall_ms (milliseconds since the epoch), RFC 3339 in UTC to the second. */
+void fg__write_set_time(json_object *meta, const char *field, int64_t wall_ms);
 /* Does obj have a non-empty metadata.finalizers? */
 bool fg__write_has_finalizers(json_object *obj);
 const struct fg__type *fg__write_namespaces_type(const struct fg__store *st);

@@ -27,8 +27,7 @@ static bool cpu_or_memory(const char *key)
 
 static json_object *container_named(json_object *containers, const char *name)
 {
-    for (size_t i = 0; json_object_is_type(containers, json_type_array) && i < json_object_array_length(containers);
-         i++) {
+    for (size_t i = 0; i < fg_json_array_len(containers); i++) {
         json_object *c = json_object_array_get_idx(containers, i);
         if (fg_str_eq(fg_json_get_str(c, "name", NULL), name))
             return c;
@@ -107,7 +106,7 @@ enum fg_err fg__write_resize(const struct fg__type *pods, json_object *cur, json
     if (json_object_is_type(old, json_type_array))
         json_object_object_add(spec, "containers", json_object_get(containers));
     enum fg_err err = FG_OK;
-    for (size_t i = 0; json_object_is_type(old, json_type_array) && i < json_object_array_length(old); i++) {
+    for (size_t i = 0; i < fg_json_array_len(old); i++) {
         json_object *c = json_object_array_get_idx(old, i);
         json_object *w = container_named(wanted, fg_json_get_str(c, "name", NULL));
         if (!w) {

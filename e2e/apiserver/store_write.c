@@ -1,8 +1,11 @@
 /*
  * store_write — what kube-apiserver does to an object on its way into the store.
  *
- * Create fills apiVersion/kind, namespace, name (from generateName when asked), uid,
- * creationTimestamp and generation 1, and refuses duplicates and objects in missing namespaces.
+ * Create, in kube-apiserver's order: the body (apiVersion/kind and namespace filled, uid and the
+ * other system fields wiped) is refused when its namespace is missing, goes through mutating
+ * admission as the client sent it, then gets its name (from generateName when asked), uid,
+ * creationTimestamp and generation 1, then the strategy and validating admission, and is refused
+ * only then when its name is taken.
  * Update and patch keep uid and creationTimestamp, honour metadata.resourceVersion as a
  * precondition (409 Conflict when stale; absent means unconditional), bump generation only when
  * .spec changed, and respect the status subresource: through the main endpoint .status keeps its
@@ -19,11 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "e2e/apiserver/admit.h"
 #include "e2e/apiserver/patch.h"
 #include "e2e/apiserver/random.h"
@@ -54,18 +58,16 @@ static void set_uid(json_object *meta)
     fg_json_set_str(meta, "uid", uid);
 }
 
-void fg__write_set_time(json_object *meta, const char *field, time_t t)
+void fg__write_set_time(json_object *meta, const char *field, int64_t wall_ms)
 {
-    struct tm tm;
-    char s[32];
-    gmtime_r(&t, &tm);
-    strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char s[FG_TIME_MAX];
+    fg_time_format(wall_ms, s);
     fg_json_set_str(meta, field, s);
 }
 
 void fg__write_set_now(json_object *meta, const char *field)
 {
-    fg__write_set_time(meta, field, time(NULL));
+    fg__write_set_time(meta, field, fg_clock_wall_ms());
 }
 
 /* RFC 1123 subdomain: lowercase alphanumerics, '-' and '.', alphanumeric at both ends. */
@@ -142,17 +144,15 @@ static enum fg_err check_namespace(struct fg__store *st, const struct fg__type *
     return fg__write_fail(out, FG_E_KUBE_NOT_FOUND, nst, ns, NULL, "namespaces \"%s\" not found", ns);
 }
 
-/* The object a create stores, from its body: named (from generateName when asked; 422 without a valid
- * name), with uid, creationTimestamp and generation 1, a new namespace Active. */
-static enum fg_err new_object(const struct fg__type *type, const char *ns, json_object *body, json_object **obj,
-                              json_object **out)
+/* What kube-apiserver's registry fills in on a create once mutating admission is done: the name from
+ * generateName (422 without a valid name), uid, creationTimestamp, generation 1, a new namespace
+ * Active. On failure *obj is released. */
+static enum fg_err fill_new(const struct fg__type *type, json_object **obj, json_object **out)
 {
-    enum fg_err err = check_body(type, ns, body, obj, out);
-    if (err)
-        return err;
-    json_object *meta = fg_json_get(*obj, "metadata", NULL);
+    json_object *meta = fg_json_ensure_obj(*obj, "metadata");
     const char *name = fg_json_get_str(meta, "name", NULL);
     const char *generate = fg_json_get_str(meta, "generateName", NULL);
+    enum fg_err err = FG_OK;
     if ((!name || !*name) && generate && *generate) {
         static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
         unsigned char r[GENERATE_SUFFIX];
@@ -181,7 +181,6 @@ static enum fg_err new_object(const struct fg__type *type, const char *ns, json_
     set_uid(meta);
     fg__write_set_now(meta, "creationTimestamp");
     json_object_object_add(meta, "generation", json_object_new_int64(1));
-    json_object_object_del(meta, "deletionTimestamp");
     if (!strcmp(type->plural, "namespaces") && !type->group[0] && !fg_json_get(*obj, "status", NULL)) {
         json_object *status = json_object_new_object();
         fg_json_set_str(status, "phase", "Active");
@@ -190,33 +189,56 @@ static enum fg_err new_object(const struct fg__type *type, const char *ns, json_
     return FG_OK;
 }
 
+/* The object a create starts from, from its body: what the client sent, without the fields that
+ * are the server's (uid, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds), as
+ * kube-apiserver wipes them before admission. */
+static enum fg_err new_object(const struct fg__type *type, const char *ns, json_object *body, json_object **obj,
+                              json_object **out)
+{
+    enum fg_err err = check_body(type, ns, body, obj, out);
+    if (err)
+        return err;
+    json_object *meta = fg_json_get(*obj, "metadata", NULL);
+    static const char *const wiped[] = { "uid", "creationTimestamp", "deletionTimestamp",
+                                         "deletionGracePeriodSeconds" };
+    for (size_t i = 0; i < sizeof(wiped) / sizeof(*wiped); i++)
+        json_object_object_del(meta, wiped[i]);
+    return FG_OK;
+}
+
 enum fg_err fg__store_create(struct fg__store *st, const struct fg__type *type, const char *ns, json_object *body,
                              json_object **out)
 {
-    /* a create that waited for a webhook takes up the object it stopped at */
+    /* a create that waited for a webhook takes up the object it stopped at, filled already when
+     * that was a validating webhook */
     json_object *obj = fg__admission_resume(st->admission, NULL);
+    bool past_mutation = fg__admission_resuming(st->admission, true);
     enum fg_err err = obj ? FG_OK : new_object(type, ns, body, &obj, out);
     if (err)
         return err;
+    if ((err = check_namespace(st, type, ns, out)) != FG_OK) {
+        json_object_put(obj);
+        return err;
+    }
+    if ((err = fg__admit_mutate(st, type, NULL, &obj, out)) != FG_OK)
+        return err;
+    if (!past_mutation && (err = fill_new(type, &obj, out)) != FG_OK)
+        return err;
+    if ((err = fg__admit_validate(st, type, NULL, &obj, out)) != FG_OK)
+        return err;
     const char *name = fg_json_get_str(obj, "metadata", "name", NULL);
-    if ((err = check_namespace(st, type, ns, out)) != FG_OK)
-        goto out_put;
     if (fg__store_get(st, type, ns, name)) {
         err = fg__write_fail(out, FG_E_KUBE_ALREADY_EXISTS, type, name, NULL, "%s \"%s\" already exists",
                              type->plural, name);
-        goto out_put;
-    }
-    if ((err = fg__admit(st, type, NULL, &obj, out)) != FG_OK)
+        json_object_put(obj);
         return err;
+    }
     if (st->dry_run) {
         *out = obj;   /* admitted and valid, not stored */
         return FG_OK;
     }
     *out = json_object_get(fg__store_put(st, type, obj)->obj);
     return FG_OK;
-out_put:
-    json_object_put(obj);
-    return err;
 }
 
 /* Restricts obj (taken) to what `scope` may change, given the stored cur; returns the object to store. */
@@ -243,7 +265,7 @@ static json_object *apply_scope(const struct fg__type *type, json_object *cur, j
 bool fg__write_has_finalizers(json_object *obj)
 {
     json_object *f = fg_json_get(obj, "metadata", "finalizers", NULL);
-    return json_object_is_type(f, json_type_array) && json_object_array_length(f) > 0;
+    return fg_json_array_len(f) > 0;
 }
 
 /* Makes *obj (taken and given back) the successor of cur within scope: the resourceVersion

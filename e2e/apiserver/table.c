@@ -72,7 +72,9 @@ json_object *fg__human_duration(long long s)
 {
     long long m = s / 60, h = s / 3600, d = h / 24;
     char out[32];
-    if (s < 0)
+    if (s < -1)
+        snprintf(out, sizeof(out), "<invalid>"); /* a clock skew of up to a second passes as now */
+    else if (s < 0)
         snprintf(out, sizeof(out), "0s");
     else if (s < 120)
         snprintf(out, sizeof(out), "%llds", s);
@@ -86,8 +88,10 @@ json_object *fg__human_duration(long long s)
         snprintf(out, sizeof(out), "%lldh", h);
     else if (d < 8 && h % 24)
         snprintf(out, sizeof(out), "%lldd%lldh", d, h % 24);
-    else if (d < 730)
+    else if (d < 2 * 365)
         snprintf(out, sizeof(out), "%lldd", d);
+    else if (d < 8 * 365 && d % 365)
+        snprintf(out, sizeof(out), "%lldy%lldd", d / 365, d % 365);
     else
         snprintf(out, sizeof(out), "%lldy", d / 365);
     return json_object_new_string(out);

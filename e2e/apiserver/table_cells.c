@@ -28,11 +28,6 @@
 
 typedef json_object *cell_fn(json_object *column, json_object *obj);
 
-static size_t array_len(json_object *a)
-{
-    return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
-}
-
 /* The value at the column's jsonPath (borrowed from a temporary the caller puts), or NULL. */
 static json_object *at_path(json_object *column, json_object *obj, json_object **found)
 {
@@ -46,7 +41,7 @@ static json_object *at_path(json_object *column, json_object *obj, json_object *
 static json_object *join_take(json_object *items, const char *sep, size_t total, const char *empty)
 {
     struct fg_buf b = FG_BUF_INIT;
-    size_t n = array_len(items);
+    size_t n = fg_json_array_len(items);
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++)
         ok = !fg_buf_puts(&b, i ? sep : "") && !fg_buf_puts(&b, json_object_get_string(json_object_array_get_idx(items, i)));
@@ -63,10 +58,10 @@ static json_object *pod_ready(json_object *column, json_object *obj)
     (void)column;
     json_object *cs = fg_json_get(obj, "status", "containerStatuses", NULL);
     size_t ready = 0;
-    for (size_t i = 0; i < array_len(cs); i++)
+    for (size_t i = 0; i < fg_json_array_len(cs); i++)
         ready += json_object_get_boolean(fg_json_get(json_object_array_get_idx(cs, i), "ready", NULL));
     char s[48];
-    snprintf(s, sizeof(s), "%zu/%zu", ready, array_len(fg_json_get(obj, "spec", "containers", NULL)));
+    snprintf(s, sizeof(s), "%zu/%zu", ready, fg_json_array_len(fg_json_get(obj, "spec", "containers", NULL)));
     return json_object_new_string(s);
 }
 
@@ -90,7 +85,7 @@ static json_object *pod_restarts(json_object *column, json_object *obj)
     (void)column;
     json_object *cs = fg_json_get(obj, "status", "containerStatuses", NULL);
     int64_t total = 0;
-    for (size_t i = 0; i < array_len(cs); i++) {
+    for (size_t i = 0; i < fg_json_array_len(cs); i++) {
         int64_t n = 0;
         fg_json_get_int64(json_object_array_get_idx(cs, i), &n, "restartCount", NULL);
         total += n;
@@ -154,7 +149,7 @@ static json_object *count(json_object *column, json_object *obj)
 {
     json_object *found;
     json_object *list = at_path(column, obj, &found);
-    json_object *cell = json_object_new_int64((int64_t)array_len(list));
+    json_object *cell = json_object_new_int64((int64_t)fg_json_array_len(list));
     json_object_put(found);
     return cell;
 }
@@ -200,7 +195,7 @@ static char *requirement(json_object *req)
         return fg_asprintf("!%s", key);
     json_object *values = json_object_new_array();
     json_object *given = fg_json_get(req, "values", NULL);
-    for (size_t i = 0; i < array_len(given); i++)
+    for (size_t i = 0; i < fg_json_array_len(given); i++)
         json_object_array_add(values, json_object_get(json_object_array_get_idx(given, i)));
     json_object_array_sort(values, by_string);
     json_object *list = join_take(values, ",", 0, NULL);
@@ -217,7 +212,7 @@ static json_object *label_selector(json_object *column, json_object *obj)
     json_object *items = json_object_new_array();
     add_pairs(items, fg_json_get(sel, "matchLabels", NULL));
     json_object *exprs = fg_json_get(sel, "matchExpressions", NULL);
-    for (size_t i = 0; i < array_len(exprs); i++) {
+    for (size_t i = 0; i < fg_json_array_len(exprs); i++) {
         char *r = requirement(json_object_array_get_idx(exprs, i));
         json_object_array_add(items, json_object_new_string(r));
         free(r);
@@ -243,7 +238,7 @@ static json_object *subjects_of(json_object *obj, const char *kind)
 {
     json_object *subjects = fg_json_get(obj, "subjects", NULL);
     json_object *items = json_object_new_array();
-    for (size_t i = 0; i < array_len(subjects); i++) {
+    for (size_t i = 0; i < fg_json_array_len(subjects); i++) {
         json_object *s = json_object_array_get_idx(subjects, i);
         if (!fg_str_eq(fg_json_get_str(s, "kind", NULL), kind))
             continue;
@@ -319,17 +314,17 @@ static json_object *endpoints(json_object *column, json_object *obj)
 {
     (void)column;
     json_object *subsets = fg_json_get(obj, "subsets", NULL);
-    if (!array_len(subsets))
+    if (!fg_json_array_len(subsets))
         return json_object_new_string("<none>");
     json_object *items = json_object_new_array();
     size_t total = 0;
-    for (size_t i = 0; i < array_len(subsets); i++) {
+    for (size_t i = 0; i < fg_json_array_len(subsets); i++) {
         json_object *ss = json_object_array_get_idx(subsets, i);
         json_object *addrs = fg_json_get(ss, "addresses", NULL), *ports = fg_json_get(ss, "ports", NULL);
-        for (size_t p = 0; p < (array_len(ports) ? array_len(ports) : 1); p++) {
+        for (size_t p = 0; p < (fg_json_array_len(ports) ? fg_json_array_len(ports) : 1); p++) {
             int64_t port = 0;
-            bool has_port = array_len(ports) && fg_json_get_int64(json_object_array_get_idx(ports, p), &port, "port", NULL);
-            for (size_t a = 0; a < array_len(addrs); a++) {
+            bool has_port = fg_json_array_len(ports) && fg_json_get_int64(json_object_array_get_idx(ports, p), &port, "port", NULL);
+            for (size_t a = 0; a < fg_json_array_len(addrs); a++) {
                 const char *ip = fg_json_get_str(json_object_array_get_idx(addrs, a), "ip", NULL);
                 bool v6 = ip && strchr(ip, ':');
                 add_limited(items, &total, has_port ? fg_asprintf(v6 ? "[%s]:%lld" : "%s:%lld", ip ? ip : "", (long long)port)
@@ -347,7 +342,7 @@ static json_object *slice_ports(json_object *column, json_object *obj)
     json_object *ports = fg_json_get(obj, "ports", NULL);
     json_object *items = json_object_new_array();
     size_t total = 0;
-    for (size_t i = 0; i < array_len(ports); i++) {
+    for (size_t i = 0; i < fg_json_array_len(ports); i++) {
         json_object *p = json_object_array_get_idx(ports, i);
         int64_t port = 0;
         const char *name = fg_json_get_str(p, "name", NULL);
@@ -364,9 +359,9 @@ static json_object *slice_endpoints(json_object *column, json_object *obj)
     json_object *eps = fg_json_get(obj, "endpoints", NULL);
     json_object *items = json_object_new_array();
     size_t total = 0;
-    for (size_t i = 0; i < array_len(eps); i++) {
+    for (size_t i = 0; i < fg_json_array_len(eps); i++) {
         json_object *addrs = fg_json_get(json_object_array_get_idx(eps, i), "addresses", NULL);
-        for (size_t a = 0; a < array_len(addrs); a++)
+        for (size_t a = 0; a < fg_json_array_len(addrs); a++)
             add_limited(items, &total, fg_strdup(json_object_get_string(json_object_array_get_idx(addrs, a))));
     }
     return join_take(items, ",", total, "<unset>");
@@ -375,10 +370,10 @@ static json_object *slice_endpoints(json_object *column, json_object *obj)
 /* The strings of list joined by "," (the caller frees), or NULL when there are none. */
 static char *joined_strings(json_object *list)
 {
-    if (!array_len(list))
+    if (!fg_json_array_len(list))
         return NULL;
     json_object *items = json_object_new_array();
-    for (size_t i = 0; i < array_len(list); i++)
+    for (size_t i = 0; i < fg_json_array_len(list); i++)
         json_object_array_add(items, json_object_get(json_object_array_get_idx(list, i)));
     json_object *cell = join_take(items, ",", 0, NULL);
     char *s = fg_strdup(json_object_get_string(cell));
@@ -402,7 +397,7 @@ static json_object *service_external_ip(json_object *column, json_object *obj)
     } else if (fg_str_eq(type, "LoadBalancer")) {
         json_object *ingress = fg_json_get(obj, "status", "loadBalancer", "ingress", NULL);
         json_object *items = json_object_new_array();
-        for (size_t i = 0; i < array_len(ingress); i++) {
+        for (size_t i = 0; i < fg_json_array_len(ingress); i++) {
             json_object *in = json_object_array_get_idx(ingress, i);
             const char *ip = fg_json_get_str(in, "ip", NULL), *host = fg_json_get_str(in, "hostname", NULL);
             if (ip || host)
@@ -428,7 +423,7 @@ static json_object *service_ports(json_object *column, json_object *obj)
     (void)column;
     json_object *ports = fg_json_get(obj, "spec", "ports", NULL);
     json_object *items = json_object_new_array();
-    for (size_t i = 0; i < array_len(ports); i++) {
+    for (size_t i = 0; i < fg_json_array_len(ports); i++) {
         json_object *p = json_object_array_get_idx(ports, i);
         int64_t port = 0, node_port = 0;
         fg_json_get_int64(p, &port, "port", NULL);
@@ -445,7 +440,7 @@ static json_object *service_ports(json_object *column, json_object *obj)
 static bool has_condition(json_object *obj, const char *type)
 {
     json_object *conds = fg_json_get(obj, "status", "conditions", NULL);
-    for (size_t i = 0; i < array_len(conds); i++) {
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
         json_object *c = json_object_array_get_idx(conds, i);
         if (fg_str_eq(fg_json_get_str(c, "type", NULL), type) && fg_str_eq(fg_json_get_str(c, "status", NULL), "True"))
             return true;

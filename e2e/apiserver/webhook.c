@@ -4,8 +4,9 @@
  * On every create and update (of anything but the webhook configurations themselves) the server
  * walks the stored MutatingWebhookConfigurations (before schema validation) or
  * ValidatingWebhookConfigurations (after it), and for each webhook whose rules (operations,
- * apiGroups, apiVersions, resources, scope), namespaceSelector (on the namespace's labels) and
- * objectSelector (on the object's labels) match, POSTs an admission.k8s.io/v1 AdmissionReview to
+ * apiGroups, apiVersions, resources, scope), namespaceSelector (on the namespace's labels, a
+ * Namespace's own for a Namespace) and objectSelector (on the object's labels, or the old object's
+ * on an update) match, POSTs an admission.k8s.io/v1 AdmissionReview to
  * clientConfig.url, or to the endpoint of clientConfig.service (webhook_service.c), with
  * `?timeout=Ns`, over HTTPS verified against the caBundle. A reply must echo
  * the request's uid. allowed:false refuses the write with the webhook's status (400 and "admission
@@ -15,12 +16,15 @@
  *
  * Calls do not block the loop: each goes out through the server's asynchronous client
  * (hook_client.h) and the write waiting for it is suspended; when the call ends the write goes on
- * from the object the webhook was given (fg__admission_resume), so what the write generated (uid,
- * creationTimestamp, a generateName suffix) is what the webhook saw; an update whose stored object
+ * from the object the webhook was given (fg__admission_resume), so what a validating webhook saw of
+ * what a create generated (the name from generateName, uid, creationTimestamp, all filled after the
+ * mutating webhooks, as kube-apiserver's registry fills them) is what is stored; an update whose stored object
  * changed meanwhile runs again from the start, the webhooks already called answering from their
- * recorded replies (struct fg__admission in admit.h). Writes made by the server itself (binding,
- * eviction, seeding namespaces) call no webhooks, as kube-apiserver's rules on `pods` do not match the
- * pods/binding and pods/eviction subresources.
+ * recorded replies (struct fg__admission in admit.h). A write to a subresource (status, resize) goes
+ * only to webhooks whose rules name it (resource_named: "pods/status", or a "*" after the slash), a
+ * rule "pods" or "*" taking main resources alone, and its review carries subResource. Writes made by
+ * the server itself (binding, eviction, seeding namespaces) call no webhooks: a webhook whose rules
+ * name pods/binding or pods/eviction is not called for them (not served).
  */
 #include "e2e/apiserver/admit.h"
 
@@ -38,13 +42,14 @@
 #include "e2e/apiserver/random.h"
 #include "operator/kube/selector.h"
 #include "e2e/apiserver/status.h"
+#include "e2e/apiserver/store_int.h"
 
 #define DEFAULT_TIMEOUT_S 10
 #define MAX_REPLY (4u << 20)
 
 static bool list_has(json_object *list, const char *want)
 {
-    for (size_t i = 0; json_object_is_type(list, json_type_array) && i < json_object_array_length(list); i++) {
+    for (size_t i = 0; i < fg_json_array_len(list); i++) {
         const char *s = json_object_get_string(json_object_array_get_idx(list, i));
         if (fg_str_eq(s, "*") || fg_str_eq(s, want))
             return true;
@@ -52,17 +57,40 @@ static bool list_has(json_object *list, const char *want)
     return false;
 }
 
-static bool rules_match(json_object *hook, const struct fg__type *type, const char *op)
+/* Does a rule's resources entry name this resource and subresource (NULL: the main resource)? As
+ * kube's matcher splits an entry: the part before '/' is the resource, the rest the subresource (""
+ * when none), each matched exactly or by "*" — so "pods" and "*" take only main resources,
+ * "pods/status" the status of pods, and "pods" followed by "/" and "*" pods and every subresource. */
+static bool resource_named(const char *entry, const char *plural, const char *sub)
+{
+    if (!entry)
+        return false;
+    const char *slash = strchr(entry, '/');
+    size_t len = slash ? (size_t)(slash - entry) : strlen(entry);
+    const char *want_sub = slash ? slash + 1 : "";
+    bool res_ok = (len == 1 && entry[0] == '*') || (strlen(plural) == len && !strncmp(entry, plural, len));
+    return res_ok && (!strcmp(want_sub, "*") || !strcmp(want_sub, sub ? sub : ""));
+}
+
+static bool resources_match(json_object *list, const char *plural, const char *sub)
+{
+    for (size_t i = 0; i < fg_json_array_len(list); i++)
+        if (resource_named(json_object_get_string(json_object_array_get_idx(list, i)), plural, sub))
+            return true;
+    return false;
+}
+
+static bool rules_match(json_object *hook, const struct fg__type *type, const char *sub, const char *op)
 {
     json_object *rules = fg_json_get(hook, "rules", NULL);
-    for (size_t i = 0; json_object_is_type(rules, json_type_array) && i < json_object_array_length(rules); i++) {
+    for (size_t i = 0; i < fg_json_array_len(rules); i++) {
         json_object *r = json_object_array_get_idx(rules, i);
         const char *scope = fg_json_get_str(r, "scope", NULL);
         bool scope_ok = !scope || !strcmp(scope, "*") || !strcmp(scope, type->namespaced ? "Namespaced" : "Cluster");
         if (scope_ok && list_has(fg_json_get(r, "operations", NULL), op) &&
             list_has(fg_json_get(r, "apiGroups", NULL), type->group) &&
             list_has(fg_json_get(r, "apiVersions", NULL), type->version) &&
-            list_has(fg_json_get(r, "resources", NULL), type->plural))
+            resources_match(fg_json_get(r, "resources", NULL), type->plural, sub))
             return true;
     }
     return false;
@@ -82,16 +110,24 @@ static bool selector_accepts(json_object *selector, json_object *obj)
     return ok;
 }
 
+/* Do the webhook's rules and selectors take this write of obj (cur: the stored object an update
+ * replaces, else NULL)? The objectSelector is met by either the new or the old object; the
+ * namespaceSelector reads the labels of the object's namespace, or of the object itself when it is a
+ * Namespace, as kube-apiserver's matchers do. */
 static bool hook_applies(struct fg__store *st, json_object *hook, const struct fg__type *type, const char *op,
-                         json_object *obj)
+                         json_object *obj, json_object *cur)
 {
-    if (!rules_match(hook, type, op) || !selector_accepts(fg_json_get(hook, "objectSelector", NULL), obj))
+    json_object *obj_selector = fg_json_get(hook, "objectSelector", NULL);
+    if (!rules_match(hook, type, st->admission->subresource, op) ||
+        !(selector_accepts(obj_selector, obj) || (cur && selector_accepts(obj_selector, cur))))
         return false;
-    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
     json_object *ns_selector = fg_json_get(hook, "namespaceSelector", NULL);
+    const struct fg__type *nst = fg__write_namespaces_type(st);
+    if (type == nst)
+        return selector_accepts(ns_selector, obj);
+    const char *ns = fg_json_get_str(obj, "metadata", "namespace", NULL);
     if (!type->namespaced || !ns || !ns_selector)
         return true;
-    const struct fg__type *nst = fg__registry_find(st->reg, "", "v1", "namespaces");
     const struct fg__entry *nse = nst ? fg__store_get(st, nst, NULL, ns) : NULL;
     return nse && selector_accepts(ns_selector, nse->obj);
 }
@@ -108,7 +144,7 @@ static json_object *group_version(const struct fg__type *type, const char *last_
 
 /* The AdmissionReview text, written by json-c with the object in it; an update's oldObject is the
  * stored object's text, put in before the closing braces rather than written again. */
-static char *review(const struct fg__type *type, const char *uid, const char *op, json_object *obj,
+static char *review(const struct fg__type *type, const char *sub, const char *uid, const char *op, json_object *obj,
                     json_object *cur, struct fg__text *cur_text, bool dry_run)
 {
     json_object *req = json_object_new_object(), *user = json_object_new_object(), *groups = json_object_new_array();
@@ -119,6 +155,8 @@ static char *review(const struct fg__type *type, const char *uid, const char *op
     json_object_object_add(req, "resource", resource);
     json_object_object_add(req, "requestKind", json_object_get(kind));
     json_object_object_add(req, "requestResource", json_object_get(resource));
+    fg_json_set_str(req, "subResource", sub);
+    fg_json_set_str(req, "requestSubResource", sub);
     fg_json_set_str(req, "name", fg_json_get_str(obj, "metadata", "name", NULL));
     fg_json_set_str(req, "namespace", fg_json_get_str(obj, "metadata", "namespace", NULL));
     fg_json_set_str(req, "operation", op);
@@ -305,7 +343,8 @@ static enum fg_err start_call(struct fg__store *st, json_object *hook, const cha
     struct fg__hook_reply *r = &a->v[a->n];
     memset(r, 0, sizeof(*r));
     fg__random_uuid(r->uid);
-    char *text = review(type, r->uid, op, obj, cur, cur ? fg__store_text_of(st, type, cur) : NULL, st->dry_run);
+    struct fg__text *cur_text = cur ? fg__store_text_of(st, type, cur) : NULL;
+    char *text = review(type, a->subresource, r->uid, op, obj, cur, cur_text, st->dry_run);
     struct fg__hook_target target = { t->url, t->dial, ca, ca_len, t->timeout_s };
     enum fg_err err = fg__hook_client_post(a->client, &target, text, on_call_done, a, &a->pending, errmsg);
     if (!err) {
@@ -379,6 +418,22 @@ static enum fg_err apply_patch(json_object *response, json_object **obj, char *e
     return err;
 }
 
+json_object *fg__webhook_denial(const char *hook, json_object *status)
+{
+    int64_t code = 0;
+    fg_json_get_int64(status, &code, "code", NULL);
+    if (code < 400)
+        code = 400; /* a refusal is never a success */
+    const char *message = fg_json_get_str(status, "message", NULL);
+    const char *reason = fg_json_get_str(status, "reason", NULL);
+    const char *why = message && *message ? message : reason && *reason ? reason : NULL;
+    char *text = why ? fg_asprintf("admission webhook \"%s\" denied the request: %s", hook ? hook : "", why)
+                     : fg_asprintf("admission webhook \"%s\" denied the request without explanation", hook ? hook : "");
+    json_object *out = fg__status_new((int)code, reason && *reason ? reason : NULL, text, NULL);
+    free(text);
+    return out;
+}
+
 /* Calls one webhook; FG_OK (possibly with *obj mutated), FG_E_BUSY while its call is in flight, or
  * an error with *out the Status. */
 static enum fg_err run_hook(struct fg__store *st, json_object *hook, const char *key, const struct fg__type *type,
@@ -396,14 +451,8 @@ static enum fg_err run_hook(struct fg__store *st, json_object *hook, const char 
         err = check_reply(reply, uid, msg);
     json_object *response = fg_json_get(reply, "response", NULL);
     if (!err && !json_object_get_boolean(fg_json_get(response, "allowed", NULL))) {
-        int64_t code = 400;
-        fg_json_get_int64(response, &code, "status", "code", NULL);
-        const char *why = fg_json_get_str(response, "status", "message", NULL);
-        char *text = fg_asprintf("admission webhook \"%s\" denied the request%s%s", name ? name : "",
-                                 why ? ": " : "", why ? why : "");
-        *out = fg__status_new((int)code, fg_json_get_str(response, "status", "reason", NULL), text, NULL);
-        free(text);
-        return code == 403 ? FG_E_KUBE_FORBIDDEN : FG_E_KUBE_BAD_REQUEST;
+        *out = fg__webhook_denial(name, fg_json_get(response, "status", NULL));
+        return FG_E_KUBE_BAD_REQUEST; /* a refusal; the code sent is the Status's */
     }
     if (!err && mutating && (err = apply_patch(response, obj, msg)) == FG_OK)
         fg__defaults_apply(type, *obj); /* kube defaults what a webhook patched, as it decodes it */
@@ -434,10 +483,9 @@ enum fg_err fg__webhook_admit(struct fg__store *st, const struct fg__type *type,
         json_object *cfg = json_object_get(b->v[i]->obj); /* a webhook cannot change it, but hold it anyway */
         json_object *hooks = fg_json_get(cfg, "webhooks", NULL);
         enum fg_err err = FG_OK;
-        for (size_t k = 0; !err && json_object_is_type(hooks, json_type_array) && k < json_object_array_length(hooks);
-             k++) {
+        for (size_t k = 0; !err && k < fg_json_array_len(hooks); k++) {
             json_object *hook = json_object_array_get_idx(hooks, k);
-            if (!hook_applies(st, hook, type, op, *obj))
+            if (!hook_applies(st, hook, type, op, *obj, cur))
                 continue;
             const char *cfg_name = fg_json_get_str(cfg, "metadata", "name", NULL);
             const char *hook_name = fg_json_get_str(hook, "name", NULL);

@@ -31,7 +31,7 @@
 static json_object *service_port(json_object *svc, int64_t port)
 {
     json_object *ports = fg_json_get(svc, "spec", "ports", NULL);
-    for (size_t i = 0; json_object_is_type(ports, json_type_array) && i < json_object_array_length(ports); i++) {
+    for (size_t i = 0; i < fg_json_array_len(ports); i++) {
         json_object *p = json_object_array_get_idx(ports, i);
         int64_t number = 0;
         if (fg_json_get_int64(p, &number, "port", NULL) && number == port)
@@ -51,13 +51,12 @@ static bool ready(json_object *endpoint)
 static char *slice_endpoint(json_object *slice, const char *port_name)
 {
     json_object *ports = fg_json_get(slice, "ports", NULL), *endpoints = fg_json_get(slice, "endpoints", NULL);
-    for (size_t i = 0; json_object_is_type(ports, json_type_array) && i < json_object_array_length(ports); i++) {
+    for (size_t i = 0; i < fg_json_array_len(ports); i++) {
         json_object *p = json_object_array_get_idx(ports, i);
         int64_t number = 0;
         if (!fg_str_eq(fg_json_get_str(p, "name", NULL), port_name) || !fg_json_get_int64(p, &number, "port", NULL))
             continue;
-        for (size_t k = 0; json_object_is_type(endpoints, json_type_array) && k < json_object_array_length(endpoints);
-             k++) {
+        for (size_t k = 0; k < fg_json_array_len(endpoints); k++) {
             json_object *ep = json_object_array_get_idx(endpoints, k);
             const char *address = json_object_get_string(
                 json_object_array_get_idx(fg_json_get(ep, "addresses", NULL), 0));

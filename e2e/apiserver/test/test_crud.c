@@ -335,8 +335,17 @@ static void dry_run_stores_nothing(void **state)
     json_object_put(o);
     o = tc_expect_json(BASE, "DELETE", "/api/v1/namespaces/default/configmaps/dry?dryRun=All", NULL, NULL, 200);
     json_object_put(o);
+    /* in the DeleteOptions body, as client-go sends it, and checked as a real delete is */
+    o = tc_expect_json(BASE, "DELETE", "/api/v1/namespaces/default/configmaps/dry", "application/json",
+                       "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"dryRun\":[\"All\"]}", 200);
+    assert_string_equal(fg_json_get_str(o, "metadata", "name", NULL), "dry");
+    json_object_put(o);
+    tc_expect_status(BASE, "DELETE", "/api/v1/namespaces/default/configmaps/dry", "application/json",
+                     "{\"dryRun\":[\"All\"],\"preconditions\":{\"uid\":\"nope\"}}", 409, "Conflict", "Precondition");
+    tc_expect_status(BASE, "DELETE", "/api/v1/namespaces/default/configmaps/dry", "application/json",
+                     "{\"dryRun\":[\"Some\"]}", 400, "BadRequest", "dryRun");
     o = tc_get_json(BASE, "/api/v1/namespaces/default/configmaps/dry");
-    assert_string_equal(fg_json_get_str(o, "data", "a", NULL), "1");   /* untouched by all three */
+    assert_string_equal(fg_json_get_str(o, "data", "a", NULL), "1");   /* untouched by all of them */
     assert_null(fg_json_get(o, "data", "b", NULL));
     json_object_put(o);
     tc_expect_status(BASE, "POST", "/api/v1/namespaces/default/configmaps?dryRun=Some", "application/json", cm, 400,

@@ -99,6 +99,11 @@ static void refusals(void **state)
                      "pods \"polite\" is forbidden: the string value of PreemptionPolicy (Never) must not be provided "
                      "in pod spec; priority admission controller computed PreemptLowerPriority from the given "
                      "PriorityClass name");
+    /* admission runs before the name is generated: kube names the generateName prefix */
+    tc_expect_status(BASE, "POST", PODS, "application/json",
+                     "{\"metadata\":{\"generateName\":\"gen-\"},\"spec\":{\"priorityClassName\":\"nope\","
+                     "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 403, "Forbidden",
+                     "pods \"gen-\" is forbidden: no PriorityClass with name nope was found");
 }
 
 static void global_default(void **state)

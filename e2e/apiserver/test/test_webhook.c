@@ -5,10 +5,13 @@
  * nothing and leak nothing; concurrent writes each get their own call; a webhook sees the pod after
  * built-in admission; a webhook behind a Service is reached through its EndpointSlices, its
  * certificate checked against the Service's name, and every way of not reaching it follows
- * failurePolicy; connections are kept alive, a dropped one replaced, a refused one and a host name
- * that fails the certificate reported in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
+ * failurePolicy; object and namespace selectors and subresource rules match as kube's do; a
+ * refusal's Status is kube-apiserver's (code at least 400, a message always); connections are kept
+ * alive, a dropped one replaced, a refused one and a host name that fails the certificate reported
+ * in Go's words. The webhook is the HTTPS test webhook the kubectl suite serves
  * (e2e/kubectl/test/webhook_server.h).
  */
+#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +27,7 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "client.h"
+#include "e2e/apiserver/admit.h"
 #include "e2e/kubectl/test/webhook_server.h"
 
 #define PODS "/api/v1/namespaces/default/pods"
@@ -46,15 +50,21 @@ static int setup(void **state)
     return 0;
 }
 
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
 static int teardown(void **state)
 {
     struct ctx *c = *state;
     if (c->server.srv)
         tc_server_stop(&c->server);
     kcw_stop(&c->wh);
-    char *cmd = fg_asprintf("rm -rf %s", c->dir);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
+    assert_int_equal(nftw(c->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0); /* the certificate's files, then dir */
     free(c);
     return 0;
 }
@@ -80,6 +90,20 @@ static void add_config(struct ctx *c, const char *kind, const char *name, const 
     tc_create(c->server.base, path, fg_buf_str(&b));
     free(path);
     fg_buf_cleanup(&b);
+}
+
+/* Registers a ValidatingWebhookConfiguration `name` of one webhook served by the test's webhook, on
+ * operation `op` of `resource` (a rule's resources entry: "pods", "pods/status", "*\/\*", ...) in
+ * the core group, with `more` (",\"objectSelector\":{...}" or "") added to the webhook. */
+static void add_rule_hook(struct ctx *c, const char *name, const char *op, const char *resource, const char *more)
+{
+    char *body = fg_asprintf("{\"metadata\":{\"name\":\"%s\"},\"webhooks\":[{\"name\":\"%s.test.fracgpu.io\","
+                             "\"admissionReviewVersions\":[\"v1\"],\"sideEffects\":\"None\",\"clientConfig\":{\"url\":"
+                             "\"https://127.0.0.1:%u/hook\",\"caBundle\":\"%s\"},\"rules\":[{\"operations\":[\"%s\"],"
+                             "\"apiGroups\":[\"\"],\"apiVersions\":[\"v1\"],\"resources\":[\"%s\"]}]%s}]}", name, name,
+                             c->wh.port, c->wh.ca_b64, op, resource, more);
+    tc_create(c->server.base, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", body);
+    free(body);
 }
 
 /* One mutating webhook on pod creates, served by the test's webhook. */
@@ -320,22 +344,36 @@ static void test_concurrent_creates(void **state)
     assert_int_equal(kcw_reviews(&c->wh), 2);
 }
 
-/* A write that waited goes on with the object the webhook saw: a generated name, the uid and the
- * creation time are those the webhook was shown. Two creates of one name both wait; the second to
- * come back finds the name taken. */
+static json_object *create_generated(struct ctx *c)
+{
+    return tc_expect_json(c->server.base, "POST", PODS, "application/json",
+                          "{\"metadata\":{\"generateName\":\"gen-\",\"uid\":\"mine\",\"labels\":{\"app\":\"g\"}},"
+                          "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 201);
+}
+
+/* Kube-apiserver's order on create: a mutating webhook sees the pod as sent (with defaults), with
+ * no name yet when it has generateName, no uid and no creationTimestamp (the client's uid wiped);
+ * the registry fills them after mutation, so a validating webhook sees those stored. A write that
+ * waited goes on from where it stopped: two creates of one name both wait; the second to come back
+ * finds the name taken. */
 static void test_write_goes_on_from_what_the_webhook_saw(void **state)
 {
     struct ctx *c = *state;
     add_hook(c, "Fail", 10);
     kcw_set_mode(&c->wh, KCW_MUTATE, 200);
-    json_object *pod = tc_expect_json(c->server.base, "POST", PODS, "application/json",
-                                      "{\"metadata\":{\"generateName\":\"gen-\",\"labels\":{\"app\":\"g\"}},\"spec\":{\"containers\":"
-                                      "[{\"name\":\"c\",\"image\":\"busybox\"}]}}", 201);
+    json_object *pod = create_generated(c);
     json_object *review = kcw_last_review(&c->wh);
     json_object *seen = fg_json_get(review, "request", "object", "metadata", NULL);
-    static const char *const same[] = { "name", "uid", "creationTimestamp" };
-    for (size_t i = 0; i < sizeof(same) / sizeof(*same); i++)
-        assert_string_equal(fg_json_get_str(pod, "metadata", same[i], NULL), fg_json_get_str(seen, same[i], NULL));
+    assert_string_equal(fg_json_get_str(seen, "generateName", NULL), "gen-");
+    static const char *const filled[] = { "name", "uid", "creationTimestamp" };
+    for (size_t i = 0; i < sizeof(filled) / sizeof(*filled); i++) {
+        assert_null(fg_json_get(seen, filled[i], NULL));
+        assert_non_null(fg_json_get_str(pod, "metadata", filled[i], NULL));
+    }
+    assert_null(fg_json_get(review, "request", "name", NULL));
+    assert_true(fg_str_has_prefix(fg_json_get_str(pod, "metadata", "name", NULL), "gen-"));
+    assert_string_not_equal(fg_json_get_str(pod, "metadata", "uid", NULL), "mine");
+    assert_string_equal(fg_json_get_str(pod, "metadata", "labels", "mutated-by", NULL), "e2e-webhook");
     json_object_put(review);
     json_object_put(pod);
 
@@ -352,6 +390,18 @@ static void test_write_goes_on_from_what_the_webhook_saw(void **state)
     for (int i = 0; i < 2; i++)
         json_object_put(k[i].json);
     assert_int_equal(kcw_reviews(&c->wh), 3);
+
+    add_config(c, "Validating", "check", "CREATE", 1, &c->wh, "Fail", 10);
+    pod = create_generated(c);
+    assert_int_equal(kcw_reviews(&c->wh), 5);
+    review = kcw_last_review(&c->wh);
+    seen = fg_json_get(review, "request", "object", "metadata", NULL);
+    for (size_t i = 0; i < sizeof(filled) / sizeof(*filled); i++)
+        assert_string_equal(fg_json_get_str(seen, filled[i], NULL), fg_json_get_str(pod, "metadata", filled[i], NULL));
+    assert_string_equal(fg_json_get_str(review, "request", "name", NULL),
+                        fg_json_get_str(pod, "metadata", "name", NULL));
+    json_object_put(review);
+    json_object_put(pod);
 }
 
 struct updater {
@@ -428,6 +478,107 @@ static void test_webhooks_in_order(void **state)
     assert_int_equal(kcw_reviews(&deny), 1);
     assert_int_equal(get_code(c, PODS "/denied"), 404);
     kcw_stop(&deny);
+}
+
+/* A refusal's Status as kube-apiserver makes it: the webhook's code unless absent or below 400
+ * (then 400), its message, else its reason, else "without explanation". */
+static void test_denial_status(void **state)
+{
+    (void)state;
+    static const struct { const char *status; int code; const char *reason, *message; } cases[] = {
+        { NULL, 400, "BadRequest", "admission webhook \"h\" denied the request without explanation" },
+        { "{}", 400, "BadRequest", "admission webhook \"h\" denied the request without explanation" },
+        { "{\"code\":200,\"message\":\"\"}", 400, "BadRequest",
+          "admission webhook \"h\" denied the request without explanation" },
+        { "{\"code\":399,\"message\":\"nope\"}", 400, "BadRequest",
+          "admission webhook \"h\" denied the request: nope" },
+        { "{\"code\":403,\"reason\":\"Forbidden\"}", 403, "Forbidden",
+          "admission webhook \"h\" denied the request: Forbidden" },
+        { "{\"code\":422,\"reason\":\"Invalid\",\"message\":\"bad spec\"}", 422, "Invalid",
+          "admission webhook \"h\" denied the request: bad spec" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        json_object *status = cases[i].status ? json_tokener_parse(cases[i].status) : NULL;
+        json_object *out = fg__webhook_denial("h", status);
+        int64_t code = 0;
+        assert_true(fg_json_get_int64(out, &code, "code", NULL));
+        assert_int_equal(code, cases[i].code);
+        assert_string_equal(fg_json_get_str(out, "reason", NULL), cases[i].reason);
+        assert_string_equal(fg_json_get_str(out, "message", NULL), cases[i].message);
+        assert_string_equal(fg_json_get_str(out, "status", NULL), "Failure");
+        json_object_put(out);
+        json_object_put(status);
+    }
+}
+
+/* Selectors as kube-apiserver's matchers read them: an update is sent when the old object matches
+ * the objectSelector though the new one does not; a Namespace meets a namespaceSelector by its own
+ * labels. */
+static void test_selectors(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("web");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_rule_hook(c, "objsel", "UPDATE", "pods", ",\"objectSelector\":{\"matchLabels\":{\"app\":\"web\"}}");
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "PATCH", PODS "/web", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"app\":null}}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    tc_reply_cleanup(&r);
+    assert_int_equal(kcw_reviews(&c->wh), 1); /* the old pod matched */
+    assert_int_equal(tc_request(c->server.base, "PATCH", PODS "/web", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"tier\":\"x\"}}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    tc_reply_cleanup(&r);
+    assert_int_equal(kcw_reviews(&c->wh), 1); /* neither did */
+
+    add_rule_hook(c, "nssel", "CREATE", "namespaces", ",\"namespaceSelector\":{\"matchLabels\":{\"team\":\"a\"}}");
+    tc_create(c->server.base, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"ns-b\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+    tc_create(c->server.base, "/api/v1/namespaces", "{\"metadata\":{\"name\":\"ns-a\",\"labels\":{\"team\":\"a\"}}}");
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+}
+
+static void merge_patch(struct ctx *c, const char *path, const char *patch)
+{
+    struct tc_reply r;
+    assert_int_equal(tc_request(c->server.base, "PATCH", path, "application/merge-patch+json", patch, &r), CURLE_OK);
+    if (r.code != 200)
+        fail_msg("PATCH %s: %ld %s", path, r.code, r.body);
+    tc_reply_cleanup(&r);
+}
+
+/* A write to a subresource reaches only the webhooks whose rules name it ("pods/status", "*\/\*"),
+ * not those on "pods", and its review says which subresource it is. */
+static void test_subresource_rules(void **state)
+{
+    struct ctx *c = *state;
+    char *body = pod_body("web");
+    tc_create(c->server.base, PODS, body);
+    free(body);
+    add_rule_hook(c, "main", "UPDATE", "pods", "");
+    merge_patch(c, PODS "/web/status", "{\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 0);
+    merge_patch(c, PODS "/web", "{\"metadata\":{\"labels\":{\"a\":\"1\"}}}");
+    assert_int_equal(kcw_reviews(&c->wh), 1);
+    json_object *review = kcw_last_review(&c->wh);
+    assert_null(fg_json_get(review, "request", "subResource", NULL));
+    json_object_put(review);
+
+    add_rule_hook(c, "status", "UPDATE", "pods/status", "");
+    merge_patch(c, PODS "/web/status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 2);
+    review = kcw_last_review(&c->wh);
+    assert_string_equal(fg_json_get_str(review, "request", "subResource", NULL), "status");
+    assert_string_equal(fg_json_get_str(review, "request", "requestSubResource", NULL), "status");
+    json_object_put(review);
+    merge_patch(c, PODS "/web", "{\"metadata\":{\"labels\":{\"a\":\"2\"}}}");
+    assert_int_equal(kcw_reviews(&c->wh), 3); /* "pods" only */
+
+    add_rule_hook(c, "every", "UPDATE", "*/*", "");
+    merge_patch(c, PODS "/web/status", "{\"status\":{\"phase\":\"Failed\"}}");
+    assert_int_equal(kcw_reviews(&c->wh), 5); /* "pods/status" and "*\/\*" */
 }
 
 /* A PATCH and a PUT wait for an UPDATE webhook the same way, and its JSONPatch lands on the result. */
@@ -696,6 +847,7 @@ static void test_host_name_resolved_and_checked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_denial_status),
         cmocka_unit_test_setup_teardown(test_slow_webhook_does_not_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_fail, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_ignore, setup, teardown),
@@ -708,6 +860,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_goes_on_from_what_the_webhook_saw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_redone_when_object_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_update_waits_for_webhook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_subresource_rules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_webhook_sees_admitted_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_webhook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_name_checked, setup, teardown),
