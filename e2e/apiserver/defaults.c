@@ -15,7 +15,9 @@
  * says. Service: type ClusterIP, sessionAffinity None (ClientIP gets a 10800 s timeout), ports'
  * protocol TCP and targetPort = port, externalTrafficPolicy Cluster for NodePort and LoadBalancer,
  * internalTrafficPolicy Cluster unless ExternalName, allocateLoadBalancerNodePorts true for a
- * LoadBalancer. PriorityClass: preemptionPolicy PreemptLowerPriority. Namespace: the label
+ * LoadBalancer. PriorityClass: preemptionPolicy PreemptLowerPriority. StorageClass: reclaimPolicy
+ * Delete, volumeBindingMode Immediate. PersistentVolumeClaim: volumeMode Filesystem,
+ * status.phase Pending. Namespace: the label
  * kubernetes.io/metadata.name. Secret: type Opaque. Node: status.allocatable = capacity when absent.
  * EndpointSlice: ports' name "" and protocol TCP. Webhook configurations: failurePolicy Fail,
  * matchPolicy Equivalent, empty namespace and object selectors, timeoutSeconds 10, reinvocationPolicy
@@ -204,6 +206,20 @@ static void priority_class(struct fg__cow *c, struct fg__cow_node *root)
     fg__cow_default_str(c, root, "preemptionPolicy", FG__COW_IF_NIL, "PreemptLowerPriority");
 }
 
+static void storage_class(struct fg__cow *c, struct fg__cow_node *root)
+{
+    fg__cow_default_str(c, root, "reclaimPolicy", FG__COW_IF_NIL, "Delete");
+    fg__cow_default_str(c, root, "volumeBindingMode", FG__COW_IF_NIL, "Immediate");
+}
+
+static void persistent_volume_claim(struct fg__cow *c, struct fg__cow_node *root)
+{
+    struct fg__cow_node spec = fg__cow_child(root, "spec");
+    fg__cow_default_str(c, &spec, "volumeMode", FG__COW_IF_NIL, "Filesystem");
+    struct fg__cow_node status = fg__cow_child(root, "status");
+    fg__cow_default_str(c, &status, "phase", FG__COW_IF_NIL, "Pending");
+}
+
 static void namespace(struct fg__cow *c, struct fg__cow_node *root)
 {
     struct fg__cow_node meta = fg__cow_child(root, "metadata");
@@ -289,7 +305,9 @@ static const struct {
     { "apps", "daemonsets", daemon_set },
     { "batch", "jobs", job },
     { "batch", "cronjobs", cron_job },
+    { "", "persistentvolumeclaims", persistent_volume_claim },
     { "scheduling.k8s.io", "priorityclasses", priority_class },
+    { "storage.k8s.io", "storageclasses", storage_class },
     { "discovery.k8s.io", "endpointslices", endpoint_slice },
     { "admissionregistration.k8s.io", "mutatingwebhookconfigurations", mutating_webhooks },
     { "admissionregistration.k8s.io", "validatingwebhookconfigurations", validating_webhooks },

@@ -108,6 +108,8 @@ static void discovery(void **state)
     expect_discovery("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", false, NULL,
                      false);
     expect_discovery("/apis/scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", false, "pc", false);
+    expect_discovery("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, "pvc", true);
+    expect_discovery("/apis/storage.k8s.io/v1", "storageclasses", "StorageClass", false, "sc", false);
     expect_discovery("/apis/discovery.k8s.io/v1", "endpointslices", "EndpointSlice", true, NULL, false);
     expect_discovery("/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations",
                      "ValidatingWebhookConfiguration", false, NULL, false);
@@ -209,6 +211,22 @@ static void tables(void **state)
     tc_create(BASE, "/apis/scheduling.k8s.io/v1/priorityclasses", "{\"metadata\":{\"name\":\"high\"},\"value\":1000}");
     expect_table("/apis/scheduling.k8s.io/v1/priorityclasses", "Name|Value|Global-Default|Age|PreemptionPolicy",
                  "high|1000|false|T|PreemptLowerPriority");
+
+    /* storage: what the webhook reads to tell a WaitForFirstConsumer claim */
+    tc_create(BASE, "/apis/storage.k8s.io/v1/storageclasses",
+              "{\"metadata\":{\"name\":\"local\"},\"provisioner\":\"kubernetes.io/no-provisioner\","
+              "\"volumeBindingMode\":\"WaitForFirstConsumer\"}");
+    expect_table("/apis/storage.k8s.io/v1/storageclasses",
+                 "Name|Provisioner|ReclaimPolicy|VolumeBindingMode|AllowVolumeExpansion|Age",
+                 "local|kubernetes.io/no-provisioner|Delete|WaitForFirstConsumer|false|T");
+    tc_create(BASE, "/api/v1/namespaces/default/persistentvolumeclaims",
+              "{\"metadata\":{\"name\":\"data\"},\"spec\":{\"storageClassName\":\"local\",\"accessModes\":"
+              "[\"ReadWriteOnce\"],\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}");
+    expect_table("/api/v1/namespaces/default/persistentvolumeclaims", "Name|Status|Volume|Capacity|StorageClass|Age",
+                 "data|Pending|||local|T");
+    json_object *pvc = tc_get_json(BASE, "/api/v1/namespaces/default/persistentvolumeclaims/data");
+    assert_string_equal(fg_json_get_str(pvc, "spec", "volumeMode", NULL), "Filesystem");
+    json_object_put(pvc);
 
     /* Services: kube's defaults where nothing is set (no cluster IP is allocated here) */
     tc_create(BASE, "/api/v1/namespaces/default/services",
