@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/json.h"
+#include "base/yaml.h"
 #include "base/mem.h"
 
 enum fg_err fg_harness_start(struct fg_harness *h, const struct fg_harness_opts *opts, char *errmsg)
@@ -93,6 +94,31 @@ enum fg_err fg_harness_namespace(struct fg_harness *h, const char *name)
     free(path);
     json_object_put(ns);
     return err == FG_E_KUBE_ALREADY_EXISTS ? FG_OK : err;
+}
+
+enum fg_err fg_harness_crds(struct fg_harness *h, char *errmsg)
+{
+    static const char *const files[] = { "gpupolicies.yaml", "gpuworkloads.yaml" };
+    const char *src = getenv("FG_SOURCE_DIR");
+    if (!src)
+        return fg_errmsg(errmsg, FG_E_INVAL, "FG_SOURCE_DIR is not set: where are the CRDs?");
+    enum fg_err err = FG_OK;
+    for (size_t i = 0; i < sizeof(files) / sizeof(*files) && !err; i++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/crds/%s", src, files[i]);
+        json_object *crd = NULL;
+        if ((err = fg_yaml_load_file(path, &crd, errmsg)) != FG_OK)
+            break;
+        struct fg_kube_status st = { 0 };
+        err = fg_kube_create(h->client, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, NULL, &st);
+        if (err == FG_E_KUBE_ALREADY_EXISTS)
+            err = FG_OK;
+        else if (err != FG_OK)
+            fg_errmsg(errmsg, err, "%s: %s", files[i], st.message ? st.message : fg_err_str(err));
+        fg_kube_status_cleanup(&st);
+        json_object_put(crd);
+    }
+    return err;
 }
 
 bool fg_harness_wait(bool (*cond)(void *ud), void *ud, unsigned timeout_ms)

@@ -51,6 +51,8 @@ enum fg_err fg_harness_namespace(struct fg_harness *h, const char *name) FG_MUST
  * within 5 s. */
 long fg_harness_http(const char *host, unsigned port, const char *method, const char *path, struct fg_buf *body);
 
+/* Installs fracgpu's CRDs (GPUPolicy, GPUWorkload) from $FG_SOURCE_DIR/crds; installed ones are fine. */
+enum fg_err fg_harness_crds(struct fg_harness *h, char *errmsg) FG_MUST_USE;
 /* Polls cond(ud) every 10 ms until it holds or timeout_ms passes. */
 bool fg_harness_wait(bool (*cond)(void *ud), void *ud, unsigned timeout_ms);
 

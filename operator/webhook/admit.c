@@ -122,7 +122,7 @@ static void answer_for_workload(const struct fg_review *r, const struct fg_admit
     fg_mutation_cleanup(&m);
 }
 
-void fg_admit(const struct fg_review *r, const struct fg_admit_sources *s, struct fg_admit_result *out)
+static void answer(const struct fg_review *r, const struct fg_admit_sources *s, struct fg_admit_result *out)
 {
     memset(out, 0, sizeof(*out));
     if (!r->is_pod_create || !concerns_fracgpu(r->object)) {
@@ -140,6 +140,13 @@ void fg_admit(const struct fg_review *r, const struct fg_admit_sources *s, struc
         return;
     }
     answer_for_workload(r, s, workload, kind, out);
+}
+
+void fg_admit(const struct fg_review *r, const struct fg_admit_sources *s, struct fg_admit_result *out)
+{
+    answer(r, s, out);
+    if (s->done)
+        s->done(s->ctx);
 }
 
 void fg_admit_result_cleanup(struct fg_admit_result *res)

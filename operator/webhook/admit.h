@@ -24,7 +24,7 @@
 #include "reconcilers/eligibility.h"
 #include "reconcilers/workload.h"
 
-/* Where the webhook reads the cluster. Every object returned is borrowed until the answer is built. */
+/* Where the webhook reads the cluster. Every object returned is borrowed until `done`. */
 struct fg_admit_sources {
     const struct fg_workload_kinds *kinds;
     /* An object of namespace ns: group "" for core; NULL when not cached. */
@@ -34,6 +34,8 @@ struct fg_admit_sources {
     json_object *(*policy)(void *ctx, const char *name);
     /* StorageClass answers for namespace ns (NULL: nothing waits). */
     const struct fg_storage_view *(*storage)(void *ctx, const char *ns);
+    /* Called once the answer is built: what the lookups returned may go (NULL: nothing to do). */
+    void (*done)(void *ctx);
     void *ctx;
 };
 

@@ -64,7 +64,7 @@ static json_object *policy(void *ctx, const char *name)
 }
 
 static const struct fg_admit_sources sources = { &fg_workload_builtin_kinds, lookup, name_space, gpuworkload, policy,
-                                                 NULL, NULL };
+                                                 NULL, NULL, NULL };
 
 static void set(json_object **slot, const char *text)
 {

@@ -45,7 +45,7 @@ static json_object *no_policy(void *ctx, const char *name)
     return NULL;
 }
 
-static const struct fg_admit_sources sources = { &fg_workload_builtin_kinds, nothing, no_ns, no_gw, no_policy, NULL, NULL };
+static const struct fg_admit_sources sources = { &fg_workload_builtin_kinds, nothing, no_ns, no_gw, no_policy, NULL, NULL, NULL };
 
 #define REVIEW                                                                                                         \
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"u-7\",\"resource\":{"     \

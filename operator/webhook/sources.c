@@ -1,0 +1,196 @@
+/* The webhook's view of the cluster: the manager's informer caches (sources.h). */
+#include "operator/webhook/sources.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/mem.h"
+#include "operator/cache/kobj.h"
+#include "operator/cache/store.h"
+#include "operator/manager/informers.h"
+#include "reconcilers/resources.h"
+
+#define DEFAULT_CLASS "storageclass.kubernetes.io/is-default-class"
+#define MAX_KINDS 32
+
+struct fg_webhook_caches {
+    const struct fg_workload_kinds *kinds;
+    struct fg_store *owners[MAX_KINDS];     /* one per kinds->v[i] */
+    struct fg_store *replicasets, *namespaces, *gpuworkloads, *policies, *claims, *classes;
+    json_object **held;                     /* parsed for the answer in progress */
+    size_t n_held, cap_held;
+    struct fg_storage_view view;
+    const char *view_ns;                    /* the namespace `view` answers for */
+};
+
+/* The cached object under key, parsed and held until the answer is sent; NULL when absent. */
+static json_object *hold(struct fg_webhook_caches *c, struct fg_store *s, const char *key)
+{
+    struct fg_kobj *o = s ? fg_store_get(s, key) : NULL;
+    json_object *obj = NULL;
+    if (o && fg_kobj_parse(o, &obj, NULL) == FG_OK) {
+        if (c->n_held == c->cap_held) {
+            c->cap_held = c->cap_held ? 2 * c->cap_held : 8;
+            c->held = fg_realloc(c->held, c->cap_held * sizeof(*c->held));
+        }
+        c->held[c->n_held++] = obj;
+    }
+    fg_kobj_unref(o);
+    return obj;
+}
+
+static json_object *hold_in(struct fg_webhook_caches *c, struct fg_store *s, const char *ns, const char *name)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    return hold(c, s, key);
+}
+
+static json_object *lookup(void *ctx, const char *ns, const char *group, const char *kind, const char *name)
+{
+    struct fg_webhook_caches *c = ctx;
+    if (!strcmp(group, "apps") && !strcmp(kind, "ReplicaSet"))
+        return hold_in(c, c->replicasets, ns, name);
+    for (size_t i = 0; i < c->kinds->n; i++) {
+        const struct fg_kube_resource *r = &c->kinds->v[i].resource;
+        if (!strcmp(r->group, group) && !strcmp(r->kind, kind))
+            return hold_in(c, c->owners[i], ns, name);
+    }
+    return NULL;
+}
+
+static json_object *name_space(void *ctx, const char *ns)
+{
+    struct fg_webhook_caches *c = ctx;
+    return hold(c, c->namespaces, ns);
+}
+
+static json_object *gpuworkload(void *ctx, const char *ns, const char *name)
+{
+    struct fg_webhook_caches *c = ctx;
+    return hold_in(c, c->gpuworkloads, ns, name);
+}
+
+static json_object *policy(void *ctx, const char *name)
+{
+    struct fg_webhook_caches *c = ctx;
+    return hold(c, c->policies, name);
+}
+
+/* Whether StorageClass `name` (NULL: the default class) binds WaitForFirstConsumer. */
+static bool class_waits(void *ctx, const char *name)
+{
+    struct fg_webhook_caches *c = ctx;
+    json_object *cls = NULL;
+    if (name) {
+        cls = hold(c, c->classes, name);
+    } else {
+        struct fg_kobj_list all;
+        fg_store_list(c->classes, &all);
+        for (size_t i = 0; i < all.n && !cls; i++) {
+            json_object *o = hold(c, c->classes, fg_kobj_key(all.items[i]));
+            const char *is_default = fg_json_get_str(o, "metadata", "annotations", DEFAULT_CLASS, NULL);
+            if (is_default && !strcmp(is_default, "true"))
+                cls = o;
+        }
+        fg_kobj_list_cleanup(&all);
+    }
+    const char *mode = fg_json_get_str(cls, "volumeBindingMode", NULL);
+    return mode && !strcmp(mode, "WaitForFirstConsumer");
+}
+
+static bool claim_waits(void *ctx, const char *claim)
+{
+    struct fg_webhook_caches *c = ctx;
+    json_object *pvc = hold_in(c, c->claims, c->view_ns, claim);
+    if (!pvc)
+        return true; /* unknown: never place a pod its volume may not follow */
+    json_object *cls = fg_json_get(pvc, "spec", "storageClassName", NULL);
+    const char *name = json_object_is_type(cls, json_type_string) ? json_object_get_string(cls) : NULL;
+    if (name && !*name)
+        return false; /* "" asks for no class: a statically bound volume */
+    return class_waits(ctx, name);
+}
+
+static const struct fg_storage_view *storage(void *ctx, const char *ns)
+{
+    struct fg_webhook_caches *c = ctx;
+    c->view_ns = ns;
+    c->view = (struct fg_storage_view){ claim_waits, class_waits, c };
+    return &c->view;
+}
+
+static void done(void *ctx)
+{
+    struct fg_webhook_caches *c = ctx;
+    for (size_t i = 0; i < c->n_held; i++)
+        json_object_put(c->held[i]);
+    c->n_held = 0;
+}
+
+void fg_webhook_caches_sources(struct fg_webhook_caches *c, struct fg_admit_sources *out)
+{
+    *out = (struct fg_admit_sources){ c->kinds, lookup, name_space, gpuworkload, policy, storage, done, c };
+}
+
+static void caches_free(void *ud)
+{
+    struct fg_webhook_caches *c = ud;
+    done(c);
+    free(c->held);
+    free(c);
+}
+
+/* The informer for want, its store into *store. */
+static enum fg_err want(struct fg_manager *m, const struct fg_kube_resource *r, const char *const *fields,
+                       struct fg_store **store, char *errmsg)
+{
+    struct fg_informer *inf;
+    char why[FG_ERRMSG_MAX] = "";
+    enum fg_err err = fg_informer_factory_get(fg_manager_informers(m),
+                                              &(struct fg_informer_want){ .resource = r, .fields = fields }, &inf, why);
+    if (err != FG_OK)
+        return fg_errmsg(errmsg, err, "webhook: cannot watch %s: %s", r->plural, why);
+    *store = fg_informer_store(inf);
+    return FG_OK;
+}
+
+enum fg_err fg_webhook_caches_setup(struct fg_manager *m, const struct fg_workload_kinds *kinds,
+                                    struct fg_webhook_caches **out, char *errmsg)
+{
+    static const char *const owners_only[] = { "metadata.ownerReferences", NULL };
+    static const char *const workload[] = { "metadata.labels", "metadata.annotations", "metadata.ownerReferences",
+                                            "spec", NULL };
+    static const char *const labels[] = { "metadata.labels", NULL };
+    static const char *const gpuworkloads[] = { "spec", "status.policy", "status.detectedClass",
+                                                "status.recommendation", NULL };
+    static const char *const spec[] = { "spec", NULL };
+    static const char *const claims[] = { "spec.storageClassName", NULL };
+    static const char *const classes[] = { "metadata.annotations", "volumeBindingMode", NULL };
+    if (kinds->n > MAX_KINDS)
+        return fg_errmsg(errmsg, FG_E_INVAL, "webhook: %zu workload kinds, at most %d", kinds->n, MAX_KINDS);
+    struct fg_webhook_caches *c = fg_calloc(1, sizeof(*c));
+    c->kinds = kinds;
+    enum fg_err err = want(m, &fg_kube_replicasets, owners_only, &c->replicasets, errmsg);
+    for (size_t i = 0; !err && i < kinds->n; i++)
+        err = want(m, &kinds->v[i].resource, workload, &c->owners[i], errmsg);
+    if (!err)
+        err = want(m, &fg_kube_namespaces, labels, &c->namespaces, errmsg);
+    if (!err)
+        err = want(m, &fg_crd_gpuworkloads, gpuworkloads, &c->gpuworkloads, errmsg);
+    if (!err)
+        err = want(m, &fg_crd_gpupolicies, spec, &c->policies, errmsg);
+    if (!err)
+        err = want(m, &fg_kube_persistentvolumeclaims, claims, &c->claims, errmsg);
+    if (!err)
+        err = want(m, &fg_kube_storageclasses, classes, &c->classes, errmsg);
+    if (err != FG_OK) {
+        caches_free(c);
+        return err;
+    }
+    fg_manager_on_free(m, caches_free, c);
+    *out = c;
+    return FG_OK;
+}

@@ -1,0 +1,35 @@
+/*
+ * sources — the webhook's view of the cluster: the manager's informer caches, read from the
+ * webhook's own thread.
+ *
+ * fg_webhook_caches_setup asks the manager's informer factory for what an admission reads, each pruned
+ * to the fields it needs: ReplicaSets (owner references), every workload kind of the table (labels,
+ * annotations, owners, spec), Namespaces (labels), GPUWorkloads, GPUPolicies, PersistentVolumeClaims
+ * (storageClassName) and StorageClasses (binding mode, default-class annotation). Stores are
+ * thread-safe; a lookup parses the cached object's text into a json-c tree that lives until the
+ * answer is sent (the sources' `done`).
+ *
+ * The StorageClass question: a claim waits for its pod when its class — spec.storageClassName, or the
+ * class annotated storageclass.kubernetes.io/is-default-class: "true" when the claim names none — has
+ * volumeBindingMode WaitForFirstConsumer. A claim not in the cache yet is taken as waiting: the pod
+ * stays whole rather than being placed where its volume cannot follow.
+ */
+#ifndef FG_WEBHOOK_SOURCES_H
+#define FG_WEBHOOK_SOURCES_H
+
+#include "base/err.h"
+#include "operator/manager/manager.h"
+#include "operator/webhook/admit.h"
+#include "reconcilers/workload.h"
+
+struct fg_webhook_caches;
+
+/* Registers the informers on m (before it starts); the caches are freed with m. `kinds` is borrowed
+ * for m's life. */
+enum fg_err fg_webhook_caches_setup(struct fg_manager *m, const struct fg_workload_kinds *kinds,
+                                    struct fg_webhook_caches **out, char *errmsg) FG_MUST_USE;
+
+/* The admission sources reading c; one answer at a time (the server's thread). */
+void fg_webhook_caches_sources(struct fg_webhook_caches *c, struct fg_admit_sources *out);
+
+#endif
