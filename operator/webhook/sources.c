@@ -13,12 +13,9 @@
 #include "reconcilers/resources.h"
 
 #define DEFAULT_CLASS "storageclass.kubernetes.io/is-default-class"
-#define MAX_KINDS 32
-
 struct fg_webhook_caches {
     const struct fg_workload_kinds *kinds;
-    struct fg_store *owners[MAX_KINDS];     /* one per kinds->v[i] */
-    struct fg_store *replicasets, *namespaces, *gpuworkloads, *policies, *claims, *classes;
+    struct fg_webhook_stores s;
     json_object **held;                     /* parsed for the answer in progress */
     size_t n_held, cap_held;
     struct fg_storage_view view;
@@ -52,11 +49,11 @@ static json_object *lookup(void *ctx, const char *ns, const char *group, const c
 {
     struct fg_webhook_caches *c = ctx;
     if (!strcmp(group, "apps") && !strcmp(kind, "ReplicaSet"))
-        return hold_in(c, c->replicasets, ns, name);
+        return hold_in(c, c->s.replicasets, ns, name);
     for (size_t i = 0; i < c->kinds->n; i++) {
         const struct fg_kube_resource *r = &c->kinds->v[i].resource;
         if (!strcmp(r->group, group) && !strcmp(r->kind, kind))
-            return hold_in(c, c->owners[i], ns, name);
+            return hold_in(c, c->s.owners[i], ns, name);
     }
     return NULL;
 }
@@ -64,19 +61,19 @@ static json_object *lookup(void *ctx, const char *ns, const char *group, const c
 static json_object *name_space(void *ctx, const char *ns)
 {
     struct fg_webhook_caches *c = ctx;
-    return hold(c, c->namespaces, ns);
+    return hold(c, c->s.namespaces, ns);
 }
 
 static json_object *gpuworkload(void *ctx, const char *ns, const char *name)
 {
     struct fg_webhook_caches *c = ctx;
-    return hold_in(c, c->gpuworkloads, ns, name);
+    return hold_in(c, c->s.gpuworkloads, ns, name);
 }
 
 static json_object *policy(void *ctx, const char *name)
 {
     struct fg_webhook_caches *c = ctx;
-    return hold(c, c->policies, name);
+    return hold(c, c->s.policies, name);
 }
 
 /* Whether StorageClass `name` (NULL: the default class) binds WaitForFirstConsumer. */
@@ -85,12 +82,12 @@ static bool class_waits(void *ctx, const char *name)
     struct fg_webhook_caches *c = ctx;
     json_object *cls = NULL;
     if (name) {
-        cls = hold(c, c->classes, name);
+        cls = hold(c, c->s.classes, name);
     } else {
         struct fg_kobj_list all;
-        fg_store_list(c->classes, &all);
+        fg_store_list(c->s.classes, &all);
         for (size_t i = 0; i < all.n && !cls; i++) {
-            json_object *o = hold(c, c->classes, fg_kobj_key(all.items[i]));
+            json_object *o = hold(c, c->s.classes, fg_kobj_key(all.items[i]));
             const char *is_default = fg_json_get_str(o, "metadata", "annotations", DEFAULT_CLASS, NULL);
             if (is_default && !strcmp(is_default, "true"))
                 cls = o;
@@ -104,7 +101,7 @@ static bool class_waits(void *ctx, const char *name)
 static bool claim_waits(void *ctx, const char *claim)
 {
     struct fg_webhook_caches *c = ctx;
-    json_object *pvc = hold_in(c, c->claims, c->view_ns, claim);
+    json_object *pvc = hold_in(c, c->s.claims, c->view_ns, claim);
     if (!pvc)
         return true; /* unknown: never place a pod its volume may not follow */
     json_object *cls = fg_json_get(pvc, "spec", "storageClassName", NULL);
@@ -135,12 +132,27 @@ void fg_webhook_caches_sources(struct fg_webhook_caches *c, struct fg_admit_sour
     *out = (struct fg_admit_sources){ c->kinds, lookup, name_space, gpuworkload, policy, storage, done, c };
 }
 
-static void caches_free(void *ud)
+struct fg_webhook_caches *fg_webhook_caches_new(const struct fg_workload_kinds *kinds,
+                                                const struct fg_webhook_stores *stores)
 {
-    struct fg_webhook_caches *c = ud;
+    struct fg_webhook_caches *c = fg_calloc(1, sizeof(*c));
+    c->kinds = kinds;
+    c->s = *stores;
+    return c;
+}
+
+void fg_webhook_caches_free(struct fg_webhook_caches *c)
+{
+    if (!c)
+        return;
     done(c);
     free(c->held);
     free(c);
+}
+
+static void caches_free(void *ud)
+{
+    fg_webhook_caches_free(ud);
 }
 
 /* The informer for want, its store into *store. */
@@ -169,28 +181,26 @@ enum fg_err fg_webhook_caches_setup(struct fg_manager *m, const struct fg_worklo
     static const char *const spec[] = { "spec", NULL };
     static const char *const claims[] = { "spec.storageClassName", NULL };
     static const char *const classes[] = { "metadata.annotations", "volumeBindingMode", NULL };
-    if (kinds->n > MAX_KINDS)
-        return fg_errmsg(errmsg, FG_E_INVAL, "webhook: %zu workload kinds, at most %d", kinds->n, MAX_KINDS);
-    struct fg_webhook_caches *c = fg_calloc(1, sizeof(*c));
-    c->kinds = kinds;
-    enum fg_err err = want(m, &fg_kube_replicasets, owners_only, &c->replicasets, errmsg);
+    if (kinds->n > FG_WEBHOOK_KINDS_MAX)
+        return fg_errmsg(errmsg, FG_E_INVAL, "webhook: %zu workload kinds, at most %d", kinds->n,
+                         FG_WEBHOOK_KINDS_MAX);
+    struct fg_webhook_stores st = { 0 };
+    enum fg_err err = want(m, &fg_kube_replicasets, owners_only, &st.replicasets, errmsg);
     for (size_t i = 0; !err && i < kinds->n; i++)
-        err = want(m, &kinds->v[i].resource, workload, &c->owners[i], errmsg);
+        err = want(m, &kinds->v[i].resource, workload, &st.owners[i], errmsg);
     if (!err)
-        err = want(m, &fg_kube_namespaces, labels, &c->namespaces, errmsg);
+        err = want(m, &fg_kube_namespaces, labels, &st.namespaces, errmsg);
     if (!err)
-        err = want(m, &fg_crd_gpuworkloads, gpuworkloads, &c->gpuworkloads, errmsg);
+        err = want(m, &fg_crd_gpuworkloads, gpuworkloads, &st.gpuworkloads, errmsg);
     if (!err)
-        err = want(m, &fg_crd_gpupolicies, spec, &c->policies, errmsg);
+        err = want(m, &fg_crd_gpupolicies, spec, &st.policies, errmsg);
     if (!err)
-        err = want(m, &fg_kube_persistentvolumeclaims, claims, &c->claims, errmsg);
+        err = want(m, &fg_kube_persistentvolumeclaims, claims, &st.claims, errmsg);
     if (!err)
-        err = want(m, &fg_kube_storageclasses, classes, &c->classes, errmsg);
-    if (err != FG_OK) {
-        caches_free(c);
+        err = want(m, &fg_kube_storageclasses, classes, &st.classes, errmsg);
+    if (err != FG_OK)
         return err;
-    }
-    fg_manager_on_free(m, caches_free, c);
-    *out = c;
+    *out = fg_webhook_caches_new(kinds, &st);
+    fg_manager_on_free(m, caches_free, *out);
     return FG_OK;
 }

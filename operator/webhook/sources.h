@@ -24,10 +24,23 @@
 
 struct fg_webhook_caches;
 
+#define FG_WEBHOOK_KINDS_MAX 32
+
+/* The stores an admission reads (borrowed): owners[i] holds kinds->v[i]'s objects. */
+struct fg_webhook_stores {
+    struct fg_store *replicasets, *namespaces, *gpuworkloads, *policies, *claims, *classes;
+    struct fg_store *owners[FG_WEBHOOK_KINDS_MAX];
+};
+
 /* Registers the informers on m (before it starts); the caches are freed with m. `kinds` is borrowed
  * for m's life. */
 enum fg_err fg_webhook_caches_setup(struct fg_manager *m, const struct fg_workload_kinds *kinds,
                                     struct fg_webhook_caches **out, char *errmsg) FG_MUST_USE;
+
+/* Caches over stores filled some other way (benchmarks); fg_webhook_caches_free frees them. */
+struct fg_webhook_caches *fg_webhook_caches_new(const struct fg_workload_kinds *kinds,
+                                                const struct fg_webhook_stores *stores);
+void fg_webhook_caches_free(struct fg_webhook_caches *c);
 
 /* The admission sources reading c; one answer at a time (the server's thread). */
 void fg_webhook_caches_sources(struct fg_webhook_caches *c, struct fg_admit_sources *out);
