@@ -13,28 +13,64 @@
 #include "reconcilers/resources.h"
 
 #define DEFAULT_CLASS "storageclass.kubernetes.io/is-default-class"
+#define MEMO_MAX 8192 /* parsed objects kept; past it the memo starts over */
+
+/* A cached object and its parsed tree, valid while the store still holds that very object. */
+struct memo {
+    struct fg_kobj *kobj;       /* a reference: the address cannot be reused while it is here */
+    json_object *obj;
+};
+
 struct fg_webhook_caches {
     const struct fg_workload_kinds *kinds;
     struct fg_webhook_stores s;
-    json_object **held;                     /* parsed for the answer in progress */
-    size_t n_held, cap_held;
+    struct lh_table *memo;                  /* "<store address>/<key>" → struct memo */
+    json_object **retired;                  /* trees replaced during the answer in progress */
+    size_t n_retired, cap_retired;
     struct fg_storage_view view;
     const char *view_ns;                    /* the namespace `view` answers for */
 };
 
-/* The cached object under key, parsed and held until the answer is sent; NULL when absent. */
+static void memo_free(struct lh_entry *e)
+{
+    struct memo *m = (struct memo *)lh_entry_v(e);
+    fg_kobj_unref(m->kobj);
+    json_object_put(m->obj);
+    free(m);
+    free((char *)lh_entry_k(e));
+}
+
+/* The object under key in store s, parsed: the tree parsed last time while the store holds the same
+ * object, else a new one. NULL when absent. Borrowed until the object changes in the store. */
 static json_object *hold(struct fg_webhook_caches *c, struct fg_store *s, const char *key)
 {
     struct fg_kobj *o = s ? fg_store_get(s, key) : NULL;
-    json_object *obj = NULL;
-    if (o && fg_kobj_parse(o, &obj, NULL) == FG_OK) {
-        if (c->n_held == c->cap_held) {
-            c->cap_held = c->cap_held ? 2 * c->cap_held : 8;
-            c->held = fg_realloc(c->held, c->cap_held * sizeof(*c->held));
-        }
-        c->held[c->n_held++] = obj;
+    if (!o)
+        return NULL;
+    char *mkey = fg_asprintf("%p/%s", (void *)s, key);
+    struct memo *m = NULL;
+    if (lh_table_lookup_ex(c->memo, mkey, (void **)&m) && m->kobj == o) {
+        free(mkey);
+        fg_kobj_unref(o);
+        return m->obj;
     }
-    fg_kobj_unref(o);
+    json_object *obj = NULL;
+    if (fg_kobj_parse(o, &obj, NULL) != FG_OK) {
+        free(mkey);
+        fg_kobj_unref(o);
+        return NULL;
+    }
+    if (m) { /* an older object under that key: its tree may be in use until the answer is sent */
+        if (c->n_retired == c->cap_retired) {
+            c->cap_retired = c->cap_retired ? 2 * c->cap_retired : 8;
+            c->retired = fg_realloc(c->retired, c->cap_retired * sizeof(*c->retired));
+        }
+        c->retired[c->n_retired++] = json_object_get(m->obj);
+        lh_table_delete(c->memo, mkey);
+    }
+    m = fg_malloc(sizeof(*m));
+    *m = (struct memo){ o, obj };
+    lh_table_insert(c->memo, mkey, m);
     return obj;
 }
 
@@ -111,20 +147,25 @@ static bool claim_waits(void *ctx, const char *claim)
     return class_waits(ctx, name);
 }
 
+/* The answer is sent: trees replaced meanwhile go, and a full memo starts over. */
+static void done(void *ctx)
+{
+    struct fg_webhook_caches *c = ctx;
+    for (size_t i = 0; i < c->n_retired; i++)
+        json_object_put(c->retired[i]);
+    c->n_retired = 0;
+    if (c->memo->count >= MEMO_MAX) {
+        lh_table_free(c->memo);
+        c->memo = lh_kchar_table_new(1024, memo_free);
+    }
+}
+
 static const struct fg_storage_view *storage(void *ctx, const char *ns)
 {
     struct fg_webhook_caches *c = ctx;
     c->view_ns = ns;
     c->view = (struct fg_storage_view){ claim_waits, class_waits, c };
     return &c->view;
-}
-
-static void done(void *ctx)
-{
-    struct fg_webhook_caches *c = ctx;
-    for (size_t i = 0; i < c->n_held; i++)
-        json_object_put(c->held[i]);
-    c->n_held = 0;
 }
 
 void fg_webhook_caches_sources(struct fg_webhook_caches *c, struct fg_admit_sources *out)
@@ -138,6 +179,7 @@ struct fg_webhook_caches *fg_webhook_caches_new(const struct fg_workload_kinds *
     struct fg_webhook_caches *c = fg_calloc(1, sizeof(*c));
     c->kinds = kinds;
     c->s = *stores;
+    c->memo = lh_kchar_table_new(1024, memo_free);
     return c;
 }
 
@@ -146,7 +188,8 @@ void fg_webhook_caches_free(struct fg_webhook_caches *c)
     if (!c)
         return;
     done(c);
-    free(c->held);
+    lh_table_free(c->memo);
+    free(c->retired);
     free(c);
 }
 

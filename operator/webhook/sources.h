@@ -6,8 +6,10 @@
  * to the fields it needs: ReplicaSets (owner references), every workload kind of the table (labels,
  * annotations, owners, spec), Namespaces (labels), GPUWorkloads, GPUPolicies, PersistentVolumeClaims
  * (storageClassName) and StorageClasses (binding mode, default-class annotation). Stores are
- * thread-safe; a lookup parses the cached object's text into a json-c tree that lives until the
- * answer is sent (the sources' `done`).
+ * thread-safe. A lookup parses the cached object's text into a json-c tree and keeps it for the next
+ * answer while the store holds that same object (objects are immutable): a Deployment's pods are
+ * admitted in bursts, and parsing is most of an answer's cost. A tree replaced during an answer lives
+ * until the answer is sent (the sources' `done`); the memo starts over past 8,192 trees.
  *
  * The StorageClass question: a claim waits for its pod when its class — spec.storageClassName, or the
  * class annotated storageclass.kubernetes.io/is-default-class: "true" when the claim names none — has

@@ -90,6 +90,13 @@ static bool plain_claim_waits(void *ud)
                  &reason) == FG_ADMIT_WHOLE;
 }
 
+static bool not_automated(void *ud)
+{
+    struct default_waits *d = ud;
+    const char *reason;
+    return admit(d->src, d->rs_uid, NULL, &reason) == FG_ADMIT_NOT_AUTOMATED;
+}
+
 static void answers_from_the_caches(void **state)
 {
     (void)state;
@@ -161,6 +168,17 @@ static void answers_from_the_caches(void **state)
     assert_int_equal(admit(&src, rs_uid, "{\"name\":\"e\",\"ephemeral\":{\"volumeClaimTemplate\":{\"spec\":{}}}}",
                            &reason),
                      FG_ADMIT_WHOLE);
+
+    /* a changed object is read again, not the tree parsed before: the workload opts out */
+    json_object *out = NULL;
+    struct fg_kube_status st;
+    assert_int_equal(fg_kube_patch(h.client, "/apis/apps/v1/namespaces/ml/deployments/llm", FG_KUBE_PATCH_MERGE,
+                                   "{\"metadata\":{\"annotations\":{\"fracgpu.io/automate\":\"false\"}}}", &out, &st),
+                     FG_OK);
+    fg_kube_status_cleanup(&st);
+    json_object_put(out);
+    struct default_waits opted_out = { &src, rs_uid };
+    assert_true(fg_harness_wait(not_automated, &opted_out, 10000));
     fg_manager_free(m);
     free(d_uid);
     free(rs_uid);
