@@ -15,11 +15,11 @@
  */
 #include "e2e/apiserver/protobuf.h"
 
-#include <openssl/evp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/mem.h"
 #include "kube.pb-c.h"
 
@@ -51,8 +51,7 @@ static void write_message(const ProtobufCMessage *m, json_object *out);
 
 static json_object *base64(const ProtobufCBinaryData *b)
 {
-    char *s = fg_malloc(4 * ((b->len + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)s, b->data ? b->data : (const uint8_t *)"", (int)b->len);
+    char *s = fg_base64_encode(b->data ? b->data : (const uint8_t *)"", b->len);
     json_object *o = json_object_new_string(s);
     free(s);
     return o;

@@ -17,7 +17,6 @@
 #include <event2/buffer.h>
 #include <event2/thread.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -269,14 +269,6 @@ enum fg_err fg_apiserver_save_state(struct fg_apiserver *srv, char *errmsg)
     return fg__state_save(srv, errmsg);
 }
 
-static char *base64(const char *s)
-{
-    size_t n = strlen(s);
-    char *out = fg_malloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-    return out;
-}
-
 const char *fg_apiserver_ca_pem(const struct fg_apiserver *srv)
 {
     return srv->cert_pem;
@@ -293,7 +285,7 @@ enum fg_err fg_apiserver_write_kubeconfig(const struct fg_apiserver *srv, const 
     json_object *cl = fg_json_ensure_obj(cluster, "cluster");
     fg_json_set_str(cl, "server", server);
     if (srv->cert_pem) {
-        char *b64 = base64(srv->cert_pem);
+        char *b64 = fg_base64_encode(srv->cert_pem, strlen(srv->cert_pem));
         fg_json_set_str(cl, "certificate-authority-data", b64);
         free(b64);
     }

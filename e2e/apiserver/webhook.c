@@ -28,11 +28,11 @@
  */
 #include "e2e/apiserver/admit.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
@@ -189,29 +189,6 @@ static char *review(const struct fg__type *type, const char *sub, const char *ui
     return fg_buf_take(&b);
 }
 
-/* Decodes base64 (whitespace and padding allowed); NULL when malformed. *len gets the size. */
-static unsigned char *base64_decode(const char *s, size_t *len)
-{
-    size_t n = 0;
-    char *clean = fg_malloc(strlen(s) + 1);
-    for (const char *p = s; *p; p++)
-        if (*p != '\n' && *p != '\r' && *p != ' ')
-            clean[n++] = *p;
-    clean[n] = '\0';
-    unsigned char *out = fg_malloc(n / 4 * 3 + 1);
-    int got = n % 4 ? -1 : EVP_DecodeBlock(out, (const unsigned char *)clean, (int)n);
-    if (got < 0) {
-        free(clean);
-        free(out);
-        return NULL;
-    }
-    size_t pad = (n && clean[n - 1] == '=') + (n > 1 && clean[n - 2] == '=');
-    *len = (size_t)got - pad;
-    out[*len] = '\0';
-    free(clean);
-    return out;
-}
-
 struct fg__hook_reply {
     char *key;       /* "configuration/webhook" the call went to */
     char uid[37];    /* the review's uid */
@@ -332,7 +309,7 @@ static enum fg_err start_call(struct fg__store *st, json_object *hook, const cha
     struct fg__admission *a = st->admission;
     const char *ca_b64 = fg_json_get_str(hook, "clientConfig", "caBundle", NULL);
     size_t ca_len = 0;
-    unsigned char *ca = ca_b64 ? base64_decode(ca_b64, &ca_len) : NULL;
+    unsigned char *ca = ca_b64 ? fg_base64_decode(ca_b64, &ca_len) : NULL;
     if (ca_b64 && !ca)
         return fg_errmsg(errmsg, FG_E_INVAL, "caBundle is not base64");
     truncate_replies(a, a->next);
@@ -405,7 +382,7 @@ static enum fg_err apply_patch(json_object *response, json_object **obj, char *e
     if (!fg_str_eq(fg_json_get_str(response, "patchType", NULL), "JSONPatch"))
         return fg_errmsg(errmsg, FG_E_INVAL, "unsupported patchType");
     size_t len = 0;
-    unsigned char *text = base64_decode(patch_b64, &len);
+    unsigned char *text = fg_base64_decode(patch_b64, &len);
     json_object *ops = NULL, *patched = NULL;
     enum fg_err err = text ? fg_json_parse((const char *)text, len, MAX_REPLY, &ops, errmsg)
                            : fg_errmsg(errmsg, FG_E_PARSE, "patch is not base64");

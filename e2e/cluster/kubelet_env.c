@@ -11,11 +11,11 @@
  * library and IP (podnet.c); and the kubelet's ASAN_OPTIONS, UBSAN_OPTIONS and LSAN_OPTIONS, so a
  * sanitized binary reports into the container's log.
  */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
@@ -101,13 +101,9 @@ json_object *fg_sim_read_data(struct fg_sim_kubelets *k, bool secret, const char
                 json_object_object_add(out, key, json_object_new_string(text));
                 continue;
             }
-            size_t tlen = strlen(text), pad = 0;
-            while (pad < 2 && pad < tlen && text[tlen - 1 - pad] == '=')
-                pad++;
-            unsigned char *raw = fg_malloc(tlen + 4);
-            int n = EVP_DecodeBlock(raw, (const unsigned char *)text, (int)tlen);
-            size_t len = n >= (int)pad ? (size_t)n - pad : 0;
-            json_object_object_add(out, key, json_object_new_string_len((const char *)raw, (int)len));
+            size_t len = 0;
+            unsigned char *raw = fg_base64_decode(text, &len); /* the API server stores only base64 */
+            json_object_object_add(out, key, json_object_new_string_len(raw ? (const char *)raw : "", (int)len));
             free(raw);
         }
     }

@@ -13,11 +13,11 @@
 
 #include <errno.h>
 #include <libgen.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/mem.h"
 #include "operator/kube/config_internal.h"
 #include "operator/kube/internal.h"
@@ -102,26 +102,9 @@ static enum fg_err find_named(struct fg__kubeconfig *k, const char *list, const 
 static enum fg_err decode_base64(struct fg__kubeconfig *k, const char *where, const char *key, const char *in,
                                  char **out)
 {
-    size_t n = strlen(in);
-    char *clean = fg_malloc(n + 1);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr(" \t\r\n", in[i]))
-            clean[m++] = in[i];
-    clean[m] = '\0';
-    size_t pad = 0;
-    while (pad < 2 && pad < m && clean[m - 1 - pad] == '=')
-        pad++;
-    unsigned char *bin = fg_malloc(m / 4 * 3 + 1);
-    int got = m % 4 == 0 ? EVP_DecodeBlock(bin, (const unsigned char *)clean, (int)m) : -1;
-    free(clean);
-    if (got < 0 || (size_t)got < pad) {
-        free(bin);
+    *out = (char *)fg_base64_decode(in, NULL);
+    if (!*out)
         return fg_errmsg(k->errmsg, FG_E_PARSE, "kubeconfig %s: %s: \"%s\" is not valid base64", k->path, where, key);
-    }
-    got -= (int)pad;
-    bin[got] = '\0';
-    *out = (char *)bin;
     return FG_OK;
 }
 

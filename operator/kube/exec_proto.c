@@ -8,10 +8,10 @@
  * apiVersion, a status with a token or a certificate and key — with the expiry read from RFC 3339
  * (what metav1.Time accepts: a 'T', optional fractional seconds, Z or a numeric offset).
  */
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/json.h"
 #include "base/timefmt.h"
 #include "base/mem.h"
@@ -60,9 +60,7 @@ char *fg__kube_exec_info(const struct fg_kube_config *cfg)
         if (cfg->insecure_skip_tls_verify)
             json_object_object_add(cluster, "insecure-skip-tls-verify", json_object_new_boolean(1));
         if (cfg->ca_pem) {
-            size_t n = strlen(cfg->ca_pem);
-            char *b64 = fg_malloc(4 * ((n + 2) / 3) + 1);
-            EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)cfg->ca_pem, (int)n);
+            char *b64 = fg_base64_encode(cfg->ca_pem, strlen(cfg->ca_pem));
             json_object_object_add(cluster, "certificate-authority-data", json_object_new_string(b64));
             free(b64);
         }

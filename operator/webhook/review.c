@@ -1,10 +1,10 @@
 /* AdmissionReview (admission.k8s.io/v1) in and out (review.h). */
 #include "operator/webhook/review.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/json.h"
 #include "base/mem.h"
 
@@ -67,14 +67,6 @@ void fg_review_cleanup(struct fg_review *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* Base64 of text, as a new string. */
-static char *base64(const char *text, size_t len)
-{
-    char *out = fg_malloc(4 * ((len + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)text, (int)len);
-    return out;
-}
-
 char *fg_review_allow(const char *uid, json_object *patch, const char *warning)
 {
     json_object *doc = json_object_new_object();
@@ -86,7 +78,7 @@ char *fg_review_allow(const char *uid, json_object *patch, const char *warning)
     if (patch) {
         size_t len = 0;
         const char *text = fg_json_text(patch, &len);
-        char *b64 = base64(text, len);
+        char *b64 = fg_base64_encode(text, len);
         fg_json_set_str(resp, "patchType", "JSONPatch");
         fg_json_set_str(resp, "patch", b64);
         free(b64);

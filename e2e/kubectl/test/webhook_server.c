@@ -15,18 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/mem.h"
 
 #define MAX_REQUEST (1u << 20)
-
-static char *b64(const char *s, size_t n)
-{
-    char *out = fg_malloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-    return out;
-}
 
 /* Reads one HTTP request's body (Content-Length framed); NULL on failure. */
 static char *read_request(SSL *ssl)
@@ -126,7 +120,7 @@ static bool answer(struct kcw_server *w, SSL *ssl, char *body, const struct time
     if (mode == KCW_MUTATE) {
         static const char patch[] =
             "[{\"op\":\"add\",\"path\":\"/metadata/labels/mutated-by\",\"value\":\"e2e-webhook\"}]";
-        char *p = b64(patch, sizeof(patch) - 1);
+        char *p = fg_base64_encode(patch, sizeof(patch) - 1);
         fg_json_set_str(resp, "patchType", "JSONPatch");
         fg_json_set_str(resp, "patch", p);
         free(p);
@@ -252,7 +246,7 @@ static bool make_cert(struct kcw_server *w, const char *dir)
               SSL_CTX_use_PrivateKey_file(w->ctx, key, SSL_FILETYPE_PEM) == 1 &&
               fg_buf_read_file(&pem, crt, msg) == FG_OK;
     if (ok)
-        w->ca_b64 = b64(fg_buf_str(&pem), pem.len);
+        w->ca_b64 = fg_base64_encode(fg_buf_str(&pem), pem.len);
     fg_buf_cleanup(&pem);
     free(crt);
     free(key);

@@ -5,13 +5,13 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/fs.h"
 #include "base/mem.h"
 #include "operator/kube/config.h"
@@ -47,10 +47,7 @@ static char *write_file(const char *name, const char *text)
 
 static char *b64(const char *s)
 {
-    size_t n = strlen(s);
-    char *out = fg_malloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-    return out;
+    return fg_base64_encode(s, strlen(s));
 }
 
 static void token_context_with_namespace(void **state)

@@ -2,7 +2,6 @@
  * annotation, its GPUWorkload or its class gives; fractions from the workload and the recommendation,
  * per update mode; pods of workloads not automated, without GPUs, or left whole (anti-affinity, a
  * policy that does not exist) allowed unchanged; a CronJob's pod automated by its namespace's label. */
-#include <openssl/evp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "base/base64.h"
 #include "base/json.h"
 #include "operator/webhook/admit.h"
 
@@ -126,11 +126,8 @@ static enum fg_admit_outcome admit(const char *op, const char *meta, const char 
     const char *b64 = fg_json_get_str(resp, "response", "patch", NULL);
     *patched = NULL;
     if (b64) {
-        unsigned char buf[8192];
-        int n = EVP_DecodeBlock(buf, (const unsigned char *)b64, (int)strlen(b64));
-        assert_true(n > 0);
-        buf[n] = '\0';
-        *patched = strdup((char *)buf);
+        *patched = (char *)fg_base64_decode(b64, NULL);
+        assert_non_null(*patched);
     }
     if (reason)
         *reason = res.reason;
