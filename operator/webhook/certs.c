@@ -154,7 +154,7 @@ static int64_t earliest(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-static enum fg_err check_policy(const struct fg_cert_policy *p, char *errmsg)
+enum fg_err fg_cert_policy_check(const struct fg_cert_policy *p, char *errmsg)
 {
     if (p->ca_lifetime_ms <= 0 || p->serving_lifetime_ms <= 0 || p->serving_lifetime_ms > p->ca_lifetime_ms / 3)
         return fg_errmsg(errmsg, FG_E_INVAL, "the serving certificate's lifetime must be positive and at most a third "
@@ -241,7 +241,7 @@ enum fg_err fg_cert_plan(const struct fg_cert_state *cur, const char *webhook_bu
                          int64_t now_ms, struct fg_cert_plan *out, char *errmsg)
 {
     memset(out, 0, sizeof(*out));
-    enum fg_err err = check_policy(p, errmsg);
+    enum fg_err err = fg_cert_policy_check(p, errmsg);
     if (err != FG_OK)
         return err;
     out->next = (struct fg_cert_state){ dup_or_null(cur->ca_crt), dup_or_null(cur->ca_key), dup_or_null(cur->tls_crt),

@@ -51,6 +51,9 @@ struct fg_cert_plan {
     int64_t recheck_ms;             /* when the next step falls due (wall clock), if nothing changes before */
 };
 
+/* FG_E_INVAL, errmsg saying which, for a policy that breaks the rules above. */
+enum fg_err fg_cert_policy_check(const struct fg_cert_policy *p, char *errmsg) FG_MUST_USE;
+
 /* Plans from cur (borrowed), the caBundle the webhook configuration holds now (NULL: none) and now_ms.
  * FG_E_INVAL for a policy that breaks its rules; FG_E_IO when OpenSSL cannot issue. */
 enum fg_err fg_cert_plan(const struct fg_cert_state *cur, const char *webhook_bundle, const struct fg_cert_policy *p,
