@@ -1,7 +1,8 @@
 /*
  * cmd_operator — `fracgpu operator`, the control plane: the command line, then the list of what runs
  * on its manager. Replicas elect a leader on the Lease fracgpu-operator; every replica keeps its
- * caches warm and answers /healthz, /readyz and /metrics, and the leader alone reconciles.
+ * caches warm, answers /healthz, /readyz and /metrics and serves the admission webhook, and the leader
+ * alone reconciles (GPUPolicies, the webhook's certificates).
  */
 #include "operator/cmd_operator.h"
 
@@ -9,15 +10,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/duration.h"
 #include "base/log.h"
 #include "operator/manager/flags.h"
 #include "operator/manager/manager.h"
 #include "operator/manager/probe.h"
+#include "operator/webhook/setup.h"
 #include "reconcilers/policy.h"
 
 #define DEFAULT_LISTEN ":8080"
 
-enum { OPT_WORKERS = 1, OPT_PROBE };
+enum {
+    OPT_WORKERS = 1,
+    OPT_PROBE,
+    OPT_NO_WEBHOOK,
+    OPT_WEBHOOK_LISTEN,
+    OPT_WEBHOOK_SECRET,
+    OPT_WEBHOOK_CONFIG,
+    OPT_WEBHOOK_SERVICE,
+    OPT_WEBHOOK_CA_LIFETIME,
+    OPT_WEBHOOK_CERT_LIFETIME,
+    OPT_WEBHOOK_SWITCH_DELAY,
+};
 
 static void usage(FILE *out)
 {
@@ -25,13 +39,32 @@ static void usage(FILE *out)
     fg_manager_flags_usage(out, DEFAULT_LISTEN, true);
     fprintf(out, "  --workers N             reconcile workers per controller, 1-64 (default 2)\n"
                  "  --leader-probe FILE     diagnostic: while leading, append \"<identity> <monotonic ns>\" to FILE\n"
-                 "                          every 10 ms (shows, across replicas on one machine, who led when)\n");
+                 "                          every 10 ms (shows, across replicas on one machine, who led when)\n"
+                 "  --no-webhook            do not serve the pod admission webhook\n"
+                 "  --webhook-listen ADDR   where the webhook serves HTTPS (default :9443)\n"
+                 "  --webhook-secret NAME   the Secret of its CA and certificate, in $POD_NAMESPACE\n"
+                 "                          (default fracgpu-webhook-tls)\n"
+                 "  --webhook-config NAME   the MutatingWebhookConfiguration whose caBundle it keeps (default fracgpu)\n"
+                 "  --webhook-service NAME  the Service kube-apiserver reaches it by (default fracgpu-webhook)\n"
+                 "  --webhook-ca-lifetime D, --webhook-cert-lifetime D, --webhook-switch-delay D\n"
+                 "                          certificate lifetimes and the CA switch delay (default 43800h, 2160h, 5m)\n");
 }
 
 struct args {
     unsigned workers;
     const char *probe;
+    bool webhook;
+    struct fg_webhook_opts hook;
 };
+
+static enum fg_err duration(const char *flag, const char *arg, int64_t *ms, char *errmsg)
+{
+    char why[FG_ERRMSG_MAX] = "";
+    if (fg_duration_parse(arg, ms, why) != FG_OK || *ms <= 0)
+        return fg_errmsg(errmsg, FG_E_INVAL, "%s wants a positive duration such as 90m or 2160h, got \"%s\"%s%s", flag,
+                         arg, why[0] ? ": " : "", why);
+    return FG_OK;
+}
 
 static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
 {
@@ -48,6 +81,27 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
     case OPT_PROBE:
         a->probe = arg;
         return FG_OK;
+    case OPT_NO_WEBHOOK:
+        a->webhook = false;
+        return FG_OK;
+    case OPT_WEBHOOK_LISTEN:
+        a->hook.listen = arg;
+        return FG_OK;
+    case OPT_WEBHOOK_SECRET:
+        a->hook.secret = arg;
+        return FG_OK;
+    case OPT_WEBHOOK_CONFIG:
+        a->hook.config = arg;
+        return FG_OK;
+    case OPT_WEBHOOK_SERVICE:
+        a->hook.service = arg;
+        return FG_OK;
+    case OPT_WEBHOOK_CA_LIFETIME:
+        return duration("--webhook-ca-lifetime", arg, &a->hook.ca_lifetime_ms, errmsg);
+    case OPT_WEBHOOK_CERT_LIFETIME:
+        return duration("--webhook-cert-lifetime", arg, &a->hook.serving_lifetime_ms, errmsg);
+    case OPT_WEBHOOK_SWITCH_DELAY:
+        return duration("--webhook-switch-delay", arg, &a->hook.switch_delay_ms, errmsg);
     }
     return fg_errmsg(errmsg, FG_E_INVAL, "unknown option");
 }
@@ -57,9 +111,19 @@ int fg_cmd_operator(int argc, char **argv)
     static const struct option options[] = {
         { "workers", required_argument, NULL, OPT_WORKERS },
         { "leader-probe", required_argument, NULL, OPT_PROBE },
+        { "no-webhook", no_argument, NULL, OPT_NO_WEBHOOK },
+        { "webhook-listen", required_argument, NULL, OPT_WEBHOOK_LISTEN },
+        { "webhook-secret", required_argument, NULL, OPT_WEBHOOK_SECRET },
+        { "webhook-config", required_argument, NULL, OPT_WEBHOOK_CONFIG },
+        { "webhook-service", required_argument, NULL, OPT_WEBHOOK_SERVICE },
+        { "webhook-ca-lifetime", required_argument, NULL, OPT_WEBHOOK_CA_LIFETIME },
+        { "webhook-cert-lifetime", required_argument, NULL, OPT_WEBHOOK_CERT_LIFETIME },
+        { "webhook-switch-delay", required_argument, NULL, OPT_WEBHOOK_SWITCH_DELAY },
         { NULL, 0, NULL, 0 },
     };
-    struct args a = { .workers = 2 };
+    const char *pod_ns = getenv("POD_NAMESPACE");
+    struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT };
+    a.hook.ns = pod_ns && *pod_ns ? pod_ns : "fracgpu-system";
     const struct fg_role_cli cli = { "operator", options, true, usage, option, &a };
     struct fg_manager_opts opts = FG_MANAGER_OPTS_DEFAULT;
     opts.component = "operator";
@@ -75,6 +139,8 @@ int fg_cmd_operator(int argc, char **argv)
         return 1;
     }
     enum fg_err err = fg_policy_reconciler_setup(m, a.workers, errmsg);
+    if (!err && a.webhook)
+        err = fg_webhook_setup(m, &a.hook, errmsg);
     if (!err && a.probe)
         err = fg_leader_probe_setup(m, a.probe, errmsg);
     if (err) {

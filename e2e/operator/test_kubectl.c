@@ -60,7 +60,8 @@ static void operator_start(void)
         int o = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         dup2(o, 1);
         dup2(o, 2);
-        execl(bin, bin, "operator", "--kubeconfig", e.env.kubeconfig, "--listen", "127.0.0.1:0", (char *)NULL);
+        execl(bin, bin, "operator", "--kubeconfig", e.env.kubeconfig, "--listen", "127.0.0.1:0", "--webhook-listen",
+              "127.0.0.1:0", (char *)NULL);
         _exit(127);
     }
 }

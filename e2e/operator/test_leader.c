@@ -75,7 +75,7 @@ static void start_replica(struct replica *r, const char *name)
     envp[n] = NULL;
     char bin[512];
     snprintf(bin, sizeof bin, "%s/fracgpu", getenv("FG_BIN_DIR"));
-    char *argv[] = { bin, "operator", "--kubeconfig", h.kubeconfig, "--listen", "127.0.0.1:0",
+    char *argv[] = { bin, "operator", "--kubeconfig", h.kubeconfig, "--listen", "127.0.0.1:0", "--webhook-listen", "127.0.0.1:0",
                      "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms",
                      "--leader-elect-retry-period", "250ms", "--leader-probe", probe, NULL };
     posix_spawn_file_actions_t fa;
