@@ -4,6 +4,8 @@
  *   - `kubectl apply -k manifests/` installs fracgpu; the operator Deployment's pods run as real
  *     `fracgpu operator` processes that become Ready through their readiness probe (/readyz on the
  *     pod's IP) and create the built-in GPUPolicies; the node-agent DaemonSet runs on both GPU nodes;
+ *   - the operator keeps the webhook's certificates, and a pod of an automated Deployment is created
+ *     mutated through the webhook's Service, while one of a Deployment that is not stays whole;
  *   - `kubectl create namespace|deployment|job|priorityclass` work; a Deployment of 3 runs 3 Ready
  *     pods and a Job completes;
  *   - a pod bound to a node it does not fit is refused by the node's kubelet (Failed, OutOfcpu, with
@@ -237,6 +239,83 @@ static void test_install(void **state)
         fail_msg("the node agents are not Ready on both GPU nodes:\n%s", fg_buf_str(&out));
     }
     OK(&out, NULL, "get", "daemonset", "fracgpu-node-agent", "-n", "fracgpu-system");
+    fg_buf_cleanup(&out);
+}
+
+/* ---- the admission webhook, as installed ---- */
+
+static bool bundle_written(void *ud)
+{
+    (void)ud;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    int rc = fg_kubectl_run(&e.sim.k, &out, NULL, "get", "mutatingwebhookconfiguration", "fracgpu", "-o",
+                            "jsonpath={.webhooks[0].clientConfig.caBundle}", NULL);
+    bool ok = rc == 0 && out.len > 100;
+    fg_buf_cleanup(&out);
+    return ok;
+}
+
+/* The first pod of namespace gpu-apps labelled app=<app> (a new tree), or NULL. */
+static json_object *first_pod(const char *app)
+{
+    char selector[64];
+    snprintf(selector, sizeof selector, "app=%s", app);
+    json_object *l = list(&fg_kube_pods, "gpu-apps", selector);
+    json_object *p = json_object_get(json_object_array_get_idx(fg_json_get(l, "items", NULL), 0));
+    json_object_put(l);
+    return p;
+}
+
+static bool pods_of_both(void *ud)
+{
+    (void)ud;
+    json_object *a = first_pod("llm"), *b = first_pod("plain");
+    bool ok = a && b;
+    json_object_put(a);
+    json_object_put(b);
+    return ok;
+}
+
+#define GPU_DEPLOYMENT(name, annotations)                                                                     \
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " name "\n  namespace: gpu-apps\n" annotations    \
+    "spec:\n  replicas: 1\n  selector:\n    matchLabels: {app: " name "}\n  template:\n    metadata:\n"           \
+    "      labels: {app: " name ", fracgpu.io/automate: \"true\"}\n    spec:\n      containers:\n"                \
+    "        - name: main\n          image: registry.example.com/vllm:1\n"                                       \
+    "          resources: {limits: {nvidia.com/gpu: \"1\"}}\n"
+
+/* The operator's replicas keep the webhook's certificates and kube-apiserver (here, the test server)
+ * calls them through the Service: a pod of an automated Deployment is created mutated; one whose
+ * Deployment is not automated, though its template carries the label, is left whole. */
+static void test_webhook(void **state)
+{
+    (void)state;
+    if (!eventually(bundle_written, NULL, 60))
+        fail_msg("the operator did not write the webhook configuration's caBundle");
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    OK(&out, NULL, "create", "namespace", "gpu-apps");
+    OK(&out, GPU_DEPLOYMENT("llm", "  annotations: {fracgpu.io/automate: \"true\"}\n") "---\n"
+             GPU_DEPLOYMENT("plain", ""), "apply", "-f", "-");
+    if (!eventually(pods_of_both, NULL, 60))
+        fail_msg("the Deployments made no pods");
+    json_object *llm = first_pod("llm"), *plain = first_pod("plain");
+    assert_string_equal(fg_json_get_str(llm, "spec", "schedulerName", NULL), "fracgpu-scheduler");
+    json_object *limits = fg_json_get(json_object_array_get_idx(fg_json_get(llm, "spec", "containers", NULL), 0),
+                                      "resources", "limits", NULL);
+    assert_null(fg_json_get(limits, "nvidia.com/gpu", NULL));
+    assert_string_equal(fg_json_get_str(limits, "fracgpu.io/gpu-share", NULL), "1");
+    assert_string_equal(fg_json_get_str(llm, "metadata", "annotations", "fracgpu.io/workload", NULL), "deployment-llm");
+    assert_string_equal(fg_json_get_str(llm, "metadata", "annotations", "fracgpu.io/policy", NULL), "real-time");
+    assert_string_equal(fg_json_get_str(plain, "spec", "schedulerName", NULL), "default-scheduler");
+    assert_null(fg_json_get(plain, "metadata", "annotations", "fracgpu.io/workload", NULL));
+    json_object_put(llm);
+    json_object_put(plain);
+    /* what kubectl shows of it */
+    OK(&out, NULL, "get", "pods", "-n", "gpu-apps", "-l", "app=llm", "-o",
+       "jsonpath={.items[0].spec.schedulerName} {.items[0].metadata.annotations.fracgpu\\.io/compute-milli}");
+    assert_string_equal(fg_buf_str(&out), "fracgpu-scheduler 1000");
+    OK(&out, NULL, "delete", "namespace", "gpu-apps", "--wait=false");
     fg_buf_cleanup(&out);
 }
 
@@ -553,6 +632,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_install),
+        cmocka_unit_test(test_webhook),
         cmocka_unit_test(test_create),
         cmocka_unit_test(test_admission_and_init),
         cmocka_unit_test(test_rollout_restart),
