@@ -2,7 +2,7 @@
  * cmd_operator — `fracgpu operator`, the control plane: the command line, then the list of what runs
  * on its manager. Replicas elect a leader on the Lease fracgpu-operator; every replica keeps its
  * caches warm, answers /healthz, /readyz and /metrics and serves the admission webhook, and the leader
- * alone reconciles (GPUPolicies, the webhook's certificates).
+ * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates).
  */
 #include "operator/cmd_operator.h"
 
@@ -17,6 +17,7 @@
 #include "operator/manager/probe.h"
 #include "operator/webhook/setup.h"
 #include "reconcilers/policy.h"
+#include "reconcilers/workload_reconciler.h"
 
 #define DEFAULT_LISTEN ":8080"
 
@@ -139,6 +140,8 @@ int fg_cmd_operator(int argc, char **argv)
         return 1;
     }
     enum fg_err err = fg_policy_reconciler_setup(m, a.workers, errmsg);
+    if (!err)
+        err = fg_workload_reconciler_setup(m, &fg_workload_builtin_kinds, a.workers, errmsg);
     if (!err && a.webhook)
         err = fg_webhook_setup(m, &a.hook, errmsg);
     if (!err && a.probe)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "reconcilers/mutation.h"
 #include "reconcilers/podcontract.h"
 
 static const struct fg_workload_kind builtin[] = {
@@ -156,10 +157,11 @@ static bool array_hinted(json_object *a, const char *const *hints)
 }
 
 /* Whether a container of the templates shows a hint in its image (or, with commands, command and args). */
-static bool containers_hinted(json_object *const *templates, size_t n, const char *const *hints, bool commands)
+static bool containers_hinted(const struct fg_pod_template *templates, size_t n, const char *const *hints,
+                              bool commands)
 {
     for (size_t t = 0; t < n; t++) {
-        json_object *cs = fg_json_get(templates[t], "spec", "containers", NULL);
+        json_object *cs = fg_json_get(templates[t].obj, "spec", "containers", NULL);
         for (size_t i = 0; i < fg_json_array_len(cs); i++) {
             json_object *c = json_object_array_get_idx(cs, i);
             if (hinted(fg_json_get_str(c, "image", NULL), hints) ||
@@ -177,7 +179,7 @@ enum fg_workload_class fg_workload_detect_class(const struct fg_workload_kind *k
     static const char *const training[] = { "train", "finetune", "fine-tune", NULL };
     if (kind->fixed_class)
         return kind->workload_class;
-    json_object *templates[8];
+    struct fg_pod_template templates[8];
     size_t n = fg_workload_templates(workload, templates, 8);
     if (n > 8)
         n = 8;
@@ -197,24 +199,35 @@ enum fg_workload_class fg_workload_detect_class(const struct fg_workload_kind *k
     return train ? FG_CLASS_TRAINING : FG_CLASS_BATCH;
 }
 
-static void collect(json_object *o, int depth, json_object **out, size_t max, size_t *n)
+static void collect(json_object *o, int depth, char *path, struct fg_pod_template *out, size_t max, size_t *n)
 {
     if (depth > 6 || !json_object_is_type(o, json_type_object))
         return;
+    size_t len = strlen(path);
     json_object_object_foreach(o, key, value) {
-        if (!strcmp(key, "template") && fg_json_get(value, "spec", "containers", NULL)) {
-            if (*n < max)
-                out[*n] = value;
-            (*n)++;
-        } else if (json_object_is_type(value, json_type_object)) {
-            collect(value, depth + 1, out, max, n);
+        bool is_template = !strcmp(key, "template") && fg_json_get(value, "spec", "containers", NULL);
+        if (!is_template && !json_object_is_type(value, json_type_object))
+            continue;
+        path[len] = '/';
+        if (len + 1 < FG_TEMPLATE_PATH_MAX && fg_json_pointer_token(key, path + len + 1, FG_TEMPLATE_PATH_MAX - len - 1)) {
+            if (is_template) {
+                if (*n < max) {
+                    out[*n].obj = value;
+                    snprintf(out[*n].path, sizeof(out[*n].path), "%s", path);
+                }
+                (*n)++;
+            } else {
+                collect(value, depth + 1, path, out, max, n);
+            }
         }
+        path[len] = '\0';
     }
 }
 
-size_t fg_workload_templates(json_object *workload, json_object **out, size_t max)
+size_t fg_workload_templates(json_object *workload, struct fg_pod_template *out, size_t max)
 {
     size_t n = 0;
-    collect(fg_json_get(workload, "spec", NULL), 0, out, max, &n);
+    char path[FG_TEMPLATE_PATH_MAX] = "/spec";
+    collect(fg_json_get(workload, "spec", NULL), 0, path, out, max, &n);
     return n;
 }

@@ -70,10 +70,17 @@ void fg_workload_name(const struct fg_workload_kinds *kinds, const struct fg_wor
 /* The detected class of workload (see above). */
 enum fg_workload_class fg_workload_detect_class(const struct fg_workload_kind *kind, json_object *workload);
 
-/* The pod templates of a workload ({metadata, spec} objects, borrowed) into out[0..max): every member
- * named "template" below spec whose spec has containers — one for the built-in kinds (a CronJob's sits
- * in spec.jobTemplate.spec), one per replica type for a PyTorchJob. Returns how many there are (which
- * may exceed max). */
-size_t fg_workload_templates(json_object *workload, json_object **out, size_t max);
+/* A pod template of a workload: the {metadata, spec} object (borrowed) and where it sits, as a JSON
+ * Pointer ("/spec/template", "/spec/jobTemplate/spec/template"). */
+#define FG_TEMPLATE_PATH_MAX 512
+struct fg_pod_template {
+    json_object *obj;
+    char path[FG_TEMPLATE_PATH_MAX];
+};
+
+/* The pod templates of a workload into out[0..max): every member named "template" below spec whose
+ * spec has containers — one for the built-in kinds (a CronJob's sits in spec.jobTemplate.spec), one
+ * per replica type for a PyTorchJob. Returns how many there are (which may exceed max). */
+size_t fg_workload_templates(json_object *workload, struct fg_pod_template *out, size_t max);
 
 #endif

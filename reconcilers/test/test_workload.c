@@ -230,13 +230,16 @@ static void templates(void **state)
     json_object *pt = parse("{\"spec\":{\"pytorchReplicaSpecs\":{\"Master\":{\"replicas\":1," TEMPLATE("{\"name\":\"m\"}")
                             "},\"Worker\":{\"replicas\":4," TEMPLATE("{\"name\":\"w\"}") "}}}}");
     json_object *none = parse("{\"spec\":{\"template\":{\"metadata\":{}}}}");
-    json_object *out[2];
+    struct fg_pod_template out[2];
     assert_int_equal(fg_workload_templates(cron, out, 2), 1);
-    assert_string_equal(fg_json_get_str(json_object_array_get_idx(fg_json_get(out[0], "spec", "containers", NULL), 0),
+    assert_string_equal(fg_json_get_str(json_object_array_get_idx(fg_json_get(out[0].obj, "spec", "containers", NULL), 0),
                                         "name", NULL),
                         "a");
+    assert_string_equal(out[0].path, "/spec/jobTemplate/spec/template");
     assert_int_equal(fg_workload_templates(pt, out, 1), 2); /* counted beyond max */
     assert_int_equal(fg_workload_templates(pt, out, 2), 2);
+    assert_string_equal(out[0].path, "/spec/pytorchReplicaSpecs/Master/template");
+    assert_string_equal(out[1].path, "/spec/pytorchReplicaSpecs/Worker/template");
     assert_int_equal(fg_workload_templates(none, out, 2), 0);
     assert_int_equal(fg_workload_templates(NULL, out, 2), 0);
     json_object_put(cron);

@@ -1,0 +1,405 @@
+/* Opting workloads in and out (workload_reconciler.h). */
+#include "reconcilers/workload_reconciler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timefmt.h"
+#include "crds/builtin.h"
+#include "crds/gpuworkload.h"
+#include "operator/cache/kobj.h"
+#include "operator/cache/store.h"
+#include "operator/kube/event.h"
+#include "operator/manager/controllers.h"
+#include "operator/manager/informers.h"
+#include "reconcilers/eligibility.h"
+#include "reconcilers/podcontract.h"
+#include "reconcilers/policy.h"
+#include "reconcilers/resources.h"
+#include "reconcilers/workload_status.h"
+
+#define COMPONENT "gpuworkload"
+#define MAX_KINDS 32
+#define NS_INDEX "namespace"
+#define LABELLED_WHY "its new pods pass the webhook and get a fraction of a GPU"
+
+struct workload_reconciler;
+
+/* A workload kind's informer, for its map function. */
+struct kind_watch {
+    struct workload_reconciler *r;
+    size_t index;
+};
+
+struct workload_reconciler {
+    struct fg_kube_client *client;
+    const struct fg_workload_kinds *kinds;
+    struct fg_store *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies;
+    struct kind_watch watches[MAX_KINDS];
+    struct fg_counter *created, *labelled, *unlabelled, *status_writes;
+};
+
+static json_object *cached(struct fg_store *s, const char *key)
+{
+    struct fg_kobj *o = fg_store_get(s, key);
+    json_object *obj = NULL;
+    if (o && fg_kobj_parse(o, &obj, NULL) != FG_OK)
+        obj = NULL;
+    fg_kobj_unref(o);
+    return obj;
+}
+
+static json_object *cached_in(struct fg_store *s, const char *ns, const char *name)
+{
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    return cached(s, key);
+}
+
+static void emit(struct workload_reconciler *r, json_object *workload, const char *type, const char *reason,
+                 const char *message)
+{
+    struct fg_kube_event ev = { type, reason, message, "fracgpu-operator", NULL };
+    if (fg_kube_event_emit(r->client, workload, &ev) != FG_OK)
+        fg_log(FG_LOG_DEBUG, COMPONENT, "cannot record the %s event", reason);
+}
+
+static void log_failure(const char *what, enum fg_err err, const struct fg_kube_status *st)
+{
+    fg_log(err == FG_E_KUBE_CONFLICT || err == FG_E_KUBE_INVALID || err == FG_E_KUBE_ALREADY_EXISTS ? FG_LOG_INFO
+                                                                                                    : FG_LOG_WARN,
+           COMPONENT, "%s: %s (will retry)", what, st->message ? st->message : fg_err_str(err));
+}
+
+static enum fg_err create_gpuworkload(struct workload_reconciler *r, json_object *workload, const char *ns,
+                                      const char *name)
+{
+    json_object *gw = json_object_new_object();
+    fg_json_set_str(gw, "apiVersion", FG_API_VERSION);
+    fg_json_set_str(gw, "kind", FG_GPUWORKLOAD_KIND);
+    json_object *meta = fg_json_ensure_obj(gw, "metadata");
+    fg_json_set_str(meta, "name", name);
+    fg_json_set_str(meta, "namespace", ns);
+    json_object *owner = json_object_new_object();
+    static const char *const ref[] = { "apiVersion", "kind" };
+    for (size_t i = 0; i < 2; i++)
+        fg_json_set_str(owner, ref[i], fg_json_get_str(workload, ref[i], NULL));
+    fg_json_set_str(owner, "name", fg_json_get_str(workload, "metadata", "name", NULL));
+    fg_json_set_str(owner, "uid", fg_json_get_str(workload, "metadata", "uid", NULL));
+    json_object_object_add(owner, "blockOwnerDeletion", json_object_new_boolean(0));
+    json_object *owners = json_object_new_array();
+    json_object_array_add(owners, owner);
+    json_object_object_add(meta, "ownerReferences", owners);
+    json_object *target = fg_json_ensure_obj(fg_json_ensure_obj(gw, "spec"), "targetRef");
+    for (size_t i = 0; i < 2; i++)
+        fg_json_set_str(target, ref[i], fg_json_get_str(workload, ref[i], NULL));
+    fg_json_set_str(target, "name", fg_json_get_str(workload, "metadata", "name", NULL));
+    char *path = fg_kube_path(&fg_crd_gpuworkloads, ns, NULL, NULL, NULL);
+    struct fg_kube_status st = { 0 };
+    enum fg_err err = fg_kube_create(r->client, path, gw, NULL, &st);
+    if (err != FG_OK)
+        log_failure("cannot create its GPUWorkload", err, &st);
+    fg_kube_status_cleanup(&st);
+    free(path);
+    json_object_put(gw);
+    return err;
+}
+
+/* Adds (want true) or removes the template label in every pod template of workload that needs it;
+ * *changed says whether a patch was sent. */
+static enum fg_err label_templates(struct workload_reconciler *r, const struct fg_workload_kind *kind,
+                                   json_object *workload, bool want, bool *changed)
+{
+    struct fg_pod_template t[8];
+    size_t n = fg_workload_templates(workload, t, 8);
+    json_object *ops = json_object_new_array();
+    json_object *test = json_object_new_object();
+    fg_json_set_str(test, "op", "test");
+    fg_json_set_str(test, "path", "/metadata/resourceVersion");
+    fg_json_set_str(test, "value", fg_json_get_str(workload, "metadata", "resourceVersion", NULL));
+    json_object_array_add(ops, test);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        const char *v = fg_json_get_str(t[i].obj, "metadata", "labels", FG_KEY_AUTOMATE, NULL);
+        bool has = v && !strcmp(v, "true");
+        if (has == want)
+            continue;
+        json_object *op = json_object_new_object();
+        char path[FG_TEMPLATE_PATH_MAX + 64];
+        json_object *labels = fg_json_get(t[i].obj, "metadata", "labels", NULL);
+        if (!want) {
+            snprintf(path, sizeof(path), "%s/metadata/labels/fracgpu.io~1automate", t[i].path);
+            fg_json_set_str(op, "op", "remove");
+        } else if (labels) {
+            snprintf(path, sizeof(path), "%s/metadata/labels/fracgpu.io~1automate", t[i].path);
+            fg_json_set_str(op, "op", "add");
+            fg_json_set_str(op, "value", "true");
+        } else if (fg_json_get(t[i].obj, "metadata", NULL)) {
+            snprintf(path, sizeof(path), "%s/metadata/labels", t[i].path);
+            fg_json_set_str(op, "op", "add");
+            fg_json_set_str(fg_json_ensure_obj(op, "value"), FG_KEY_AUTOMATE, "true");
+        } else {
+            snprintf(path, sizeof(path), "%s/metadata", t[i].path);
+            fg_json_set_str(op, "op", "add");
+            fg_json_set_str(fg_json_ensure_obj(fg_json_ensure_obj(op, "value"), "labels"), FG_KEY_AUTOMATE, "true");
+        }
+        fg_json_set_str(op, "path", path);
+        json_object_array_add(ops, op);
+    }
+    enum fg_err err = FG_OK;
+    *changed = json_object_array_length(ops) > 1;
+    if (*changed) {
+        char *path = fg_kube_path(&kind->resource, fg_json_get_str(workload, "metadata", "namespace", NULL),
+                                  fg_json_get_str(workload, "metadata", "name", NULL), NULL, NULL);
+        struct fg_kube_status st = { 0 };
+        err = fg_kube_patch(r->client, path, FG_KUBE_PATCH_JSON, fg_json_text(ops, NULL), NULL, &st);
+        if (err != FG_OK)
+            log_failure(want ? "cannot label its pod template" : "cannot unlabel its pod template", err, &st);
+        fg_kube_status_cleanup(&st);
+        free(path);
+    }
+    json_object_put(ops);
+    return err;
+}
+
+/* The policy in force for workload (admit.c's order) and what the status needs of it. */
+static const char *resolve_policy(struct workload_reconciler *r, const struct fg_workload_kind *kind,
+                                  json_object *workload, json_object *gw, bool *found, enum fg_update_mode *mode,
+                                  json_object **held)
+{
+    const char *policy = fg_json_get_str(workload, "metadata", "annotations", FG_ANN_POLICY, NULL);
+    if (!policy || !*policy)
+        policy = gw ? fg_gpuworkload_policy_get(gw) : NULL;
+    if (!policy || !*policy)
+        policy = fg_builtin_policy_for_class(fg_workload_detect_class(kind, workload));
+    struct fg_gpupolicy_spec spec;
+    *held = cached(r->policies, policy);
+    const struct fg_builtin_policy *b = fg_builtin_policy_find(policy);
+    *found = *held ? fg_gpupolicy_decode(fg_json_get(*held, "spec", NULL), &spec, NULL) == FG_OK : b != NULL;
+    if (!*held && b)
+        spec = b->spec;
+    *mode = *found ? spec.update_mode : FG_UPDATE_OFF;
+    const char *own = fg_json_get_str(gw, "spec", "updateMode", NULL);
+    for (int m = FG_UPDATE_OFF; own && m <= FG_UPDATE_AUTO; m++)
+        if (!strcmp(own, fg_update_mode_name((enum fg_update_mode)m)))
+            *mode = (enum fg_update_mode)m;
+    return policy;
+}
+
+static enum fg_err write_status(struct workload_reconciler *r, const struct fg_workload_kind *kind,
+                                json_object *workload, json_object *gw, const char *action, const char *why)
+{
+    struct fg_workload_view v = { .workload = workload, .kind = kind, .gpuworkload = gw, .last_action = action,
+                                  .last_action_reason = why };
+    json_object *policy_obj = NULL;
+    v.policy = resolve_policy(r, kind, workload, gw, &v.policy_found, &v.update_mode, &policy_obj);
+    char now[FG_TIME_MAX];
+    fg_time_format(fg_clock_wall_ms(), now);
+    json_object *st = fg_workload_status_build(&v, now);
+    enum fg_err err = FG_OK;
+    if (!json_object_equal(st, fg_json_get(gw, "status", NULL))) {
+        json_object *patch = json_object_new_object();
+        json_object_object_add(patch, "status", json_object_get(st));
+        char *path = fg_kube_path(&fg_crd_gpuworkloads, fg_json_get_str(gw, "metadata", "namespace", NULL),
+                                  fg_json_get_str(gw, "metadata", "name", NULL), "status", NULL);
+        struct fg_kube_status ks = { 0 };
+        err = fg_kube_patch(r->client, path, FG_KUBE_PATCH_MERGE, fg_json_text(patch, NULL), NULL, &ks);
+        if (err != FG_OK)
+            log_failure("cannot write GPUWorkload status", err, &ks);
+        else
+            fg_counter_add(r->status_writes, 1);
+        fg_kube_status_cleanup(&ks);
+        free(path);
+        json_object_put(patch);
+    }
+    json_object_put(st);
+    json_object_put(policy_obj);
+    return err;
+}
+
+/* Whether a pod template of workload asks for nvidia.com/gpu. */
+static bool asks_for_gpus(json_object *workload)
+{
+    struct fg_pod_template t[8];
+    size_t n = fg_workload_templates(workload, t, 8);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        struct fg_eligibility e;
+        fg_eligibility_check(t[i].obj, NULL, &e);
+        if (e.ask != FG_GPU_NONE)
+            return true;
+    }
+    return false;
+}
+
+static struct fg_reconcile_result reconcile(void *ud, const char *key)
+{
+    struct workload_reconciler *r = ud;
+    unsigned index;
+    char ns[254], name[254];
+    if (sscanf(key, "%u/%253[^/]/%253s", &index, ns, name) != 3 || index >= r->kinds->n)
+        return fg_reconcile_ok(); /* not a key of ours: nothing to do */
+    const struct fg_workload_kind *kind = &r->kinds->v[index];
+    json_object *workload = cached_in(r->owners[index], ns, name);
+    if (!workload)
+        return fg_reconcile_ok(); /* gone: its GPUWorkload goes with it (owner reference) */
+    json_object *nsobj = cached(r->namespaces, ns);
+    char gw_name[FG_WORKLOAD_NAME_MAX + 1];
+    fg_workload_name(r->kinds, kind, name, gw_name);
+    json_object *gw = cached_in(r->gpuworkloads, ns, gw_name);
+    bool automated = fg_workload_automated(workload, nsobj) && asks_for_gpus(workload);
+    const char *action = NULL, *why = NULL;
+    bool labelled = false;
+    enum fg_err err = FG_OK;
+    char msg[512];
+    if (automated && !gw) {
+        if ((err = create_gpuworkload(r, workload, ns, gw_name)) == FG_OK) {
+            fg_counter_add(r->created, 1);
+            snprintf(msg, sizeof(msg), "fracgpu automates it: GPUWorkload %s", gw_name);
+            emit(r, workload, "Normal", "Automated", msg);
+        }
+    }
+    if (!err && (err = label_templates(r, kind, workload, automated, &labelled)) == FG_OK && labelled) {
+        action = automated ? "LabelledTemplate" : "RemovedTemplateLabel";
+        why = automated ? LABELLED_WHY : "automation removed: its pods roll back to whole GPUs";
+        fg_counter_add(automated ? r->labelled : r->unlabelled, 1);
+        emit(r, workload, "Normal", automated ? "TemplateLabelled" : "AutomationRemoved", why);
+    }
+    if (!err && automated && !labelled && gw && !fg_json_get(gw, "status", "lastAction", NULL)) {
+        /* labelled in the reconcile that created the GPUWorkload, before it had a status to say so */
+        action = "LabelledTemplate";
+        why = LABELLED_WHY;
+    }
+    if (!err && gw)
+        err = write_status(r, kind, workload, gw, action, why);
+    json_object_put(gw);
+    json_object_put(nsobj);
+    json_object_put(workload);
+    if (err != FG_OK)
+        return fg_reconcile_error(err);
+    /* a GPUWorkload just created gets its status once the cache has it */
+    return automated && !gw ? (struct fg_reconcile_result){ FG_OK, FG_NS_PER_S } : fg_reconcile_ok();
+}
+
+static void key_of(size_t index, const char *ns, const char *name, struct fg_keys *out)
+{
+    char key[600];
+    snprintf(key, sizeof(key), "%zu/%s/%s", index, ns, name);
+    fg_keys_add(out, key);
+}
+
+static void map_workload(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct kind_watch *w = ud;
+    key_of(w->index, fg_kobj_namespace(obj), fg_kobj_name(obj), out);
+}
+
+static void map_namespace(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct workload_reconciler *r = ud;
+    for (size_t i = 0; i < r->kinds->n; i++) {
+        struct fg_kobj_list l;
+        if (fg_store_by_index(r->owners[i], NS_INDEX, fg_kobj_name(obj), &l) != FG_OK)
+            continue;
+        for (size_t j = 0; j < l.n; j++)
+            key_of(i, fg_kobj_namespace(l.items[j]), fg_kobj_name(l.items[j]), out);
+        fg_kobj_list_cleanup(&l);
+    }
+}
+
+/* A GPUWorkload's target, as a key. */
+static void map_gpuworkload(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct workload_reconciler *r = ud;
+    json_object *gw = NULL;
+    if (fg_kobj_parse(obj, &gw, NULL) != FG_OK)
+        return;
+    json_object *target = json_object_new_object();
+    fg_json_set_str(target, "apiVersion", fg_json_get_str(gw, "spec", "targetRef", "apiVersion", NULL));
+    fg_json_set_str(target, "kind", fg_json_get_str(gw, "spec", "targetRef", "kind", NULL));
+    const struct fg_workload_kind *k = fg_workload_kind_of(r->kinds, target);
+    const char *name = fg_json_get_str(gw, "spec", "targetRef", "name", NULL);
+    if (k && name)
+        key_of((size_t)(k - r->kinds->v), fg_kobj_namespace(obj), name, out);
+    json_object_put(target);
+    json_object_put(gw);
+}
+
+/* The targets of the GPUWorkloads that use a policy. */
+static void map_policy(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct workload_reconciler *r = ud;
+    struct fg_kobj_list l;
+    if (fg_store_by_index(r->gpuworkloads, FG_POLICY_INDEX, fg_kobj_name(obj), &l) != FG_OK)
+        return;
+    for (size_t i = 0; i < l.n; i++)
+        map_gpuworkload(r, l.items[i], out);
+    fg_kobj_list_cleanup(&l);
+}
+
+static enum fg_err want(struct fg_manager *m, const struct fg_kube_resource *res, struct fg_informer **inf,
+                        char *errmsg)
+{
+    return fg_informer_factory_get(fg_manager_informers(m), &(struct fg_informer_want){ .resource = res }, inf,
+                                   errmsg);
+}
+
+enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_workload_kinds *kinds, unsigned workers,
+                                         char *errmsg)
+{
+    if (kinds->n > MAX_KINDS)
+        return fg_errmsg(errmsg, FG_E_INVAL, "%zu workload kinds, at most %d", kinds->n, MAX_KINDS);
+    struct fg_informer_factory *f = fg_manager_informers(m);
+    struct fg_informer *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies;
+    enum fg_err err = FG_OK;
+    for (size_t i = 0; !err && i < kinds->n; i++) {
+        err = want(m, &kinds->v[i].resource, &owners[i], errmsg);
+        if (!err)
+            err = fg_informer_factory_index(f, owners[i], NS_INDEX, fg_index_by_namespace, NULL);
+    }
+    if (!err)
+        err = want(m, &fg_kube_namespaces, &namespaces, errmsg);
+    if (!err)
+        err = want(m, &fg_crd_gpuworkloads, &gpuworkloads, errmsg);
+    if (!err)
+        err = fg_informer_factory_index(f, gpuworkloads, FG_POLICY_INDEX, fg_policy_index_workload, NULL);
+    if (!err)
+        err = want(m, &fg_crd_gpupolicies, &policies, errmsg);
+    if (err)
+        return err;
+    struct workload_reconciler *r = fg_calloc(1, sizeof(*r));
+    fg_manager_on_free(m, free, r);
+    r->client = fg_manager_client(m);
+    r->kinds = kinds;
+    for (size_t i = 0; i < kinds->n; i++) {
+        r->owners[i] = fg_informer_store(owners[i]);
+        r->watches[i] = (struct kind_watch){ r, i };
+    }
+    r->namespaces = fg_informer_store(namespaces);
+    r->gpuworkloads = fg_informer_store(gpuworkloads);
+    r->policies = fg_informer_store(policies);
+    struct fg_metrics *reg = fg_manager_metrics(m);
+    r->created = fg_metrics_counter(reg, "fracgpu_gpuworkloads_created_total", "GPUWorkloads created.", NULL);
+    r->labelled = fg_metrics_counter(reg, "fracgpu_templates_labelled_total",
+                                     "Workloads whose pod templates were labelled for the webhook.", NULL);
+    r->unlabelled = fg_metrics_counter(reg, "fracgpu_templates_unlabelled_total",
+                                       "Workloads whose template label was removed with their automation.", NULL);
+    r->status_writes = fg_metrics_counter(reg, "fracgpu_gpuworkload_status_writes_total",
+                                          "GPUWorkload status updates written.", NULL);
+    struct fg_manager_controller *c;
+    struct fg_controller_spec spec = { .name = "gpuworkload", .kind = "workload", .workers = workers,
+                                       .reconcile = reconcile, .ud = r };
+    err = fg_manager_controller(m, &spec, &c, errmsg);
+    for (size_t i = 0; !err && i < kinds->n; i++)
+        err = fg_manager_watches(c, owners[i], map_workload, &r->watches[i], NULL, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, namespaces, map_namespace, r, NULL, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, gpuworkloads, map_gpuworkload, r, NULL, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, policies, map_policy, r, NULL, errmsg);
+    return err;
+}

@@ -1,0 +1,112 @@
+/* What a GPUWorkload's status should say (workload_status.h). */
+#include "reconcilers/workload_status.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "operator/kube/quantity.h"
+#include "reconcilers/allocation.h"
+#include "reconcilers/conditions.h"
+#include "reconcilers/eligibility.h"
+
+#define MIB_MILLI (1024ll * 1024 * 1000)
+
+/* The first template that asks for a GPU (its judgement in *e), else the first template. */
+static json_object *gpu_template(json_object *workload, struct fg_eligibility *e)
+{
+    struct fg_pod_template t[8];
+    size_t n = fg_workload_templates(workload, t, 8);
+    memset(e, 0, sizeof(*e));
+    for (size_t i = 0; i < n && i < 8; i++) {
+        fg_eligibility_check(t[i].obj, NULL, e);
+        if (e->ask != FG_GPU_NONE)
+            return t[i].obj;
+    }
+    return n ? t[0].obj : NULL;
+}
+
+static void original_request(json_object *tmpl, char *out, size_t size)
+{
+    json_object *cs = fg_json_get(tmpl, "spec", "containers", NULL);
+    int64_t total = 0;
+    for (size_t i = 0; i < fg_json_array_len(cs); i++) {
+        int64_t milli = 0;
+        if (fg_container_ask(json_object_array_get_idx(cs, i), "nvidia.com/gpu", &milli, NULL) == FG_OK)
+            total += milli;
+    }
+    char q[FG_QUANTITY_MAX];
+    fg_quantity_format(total, q);
+    snprintf(out, size, "%s nvidia.com/gpu", q);
+}
+
+static json_object *allocation(const struct fg_workload_view *v)
+{
+    struct fg_recommendation rec = { 0 };
+    rec.has_compute = fg_json_get_int64(v->gpuworkload, &rec.compute_milli, "status", "recommendation", "computeMilli",
+                                        NULL);
+    rec.has_memory = fg_json_get_int64(v->gpuworkload, &rec.memory_mib, "status", "recommendation", "memoryMiB", NULL);
+    struct fg_allocation a;
+    char why[FG_ERRMSG_MAX] = "";
+    bool ok = fg_allocation_resolve(v->workload, &rec, v->update_mode, &a, why) == FG_OK;
+    char compute[FG_QUANTITY_MAX], memory[FG_QUANTITY_MAX];
+    fg_quantity_format(a.compute_milli, compute);
+    if (a.memory_mib)
+        fg_quantity_format(a.memory_mib * MIB_MILLI, memory);
+    else
+        snprintf(memory, sizeof(memory), "%s", FG_ALLOC_WHOLE_MEMORY);
+    json_object *o = json_object_new_object();
+    fg_json_set_str(o, "compute", compute);
+    fg_json_set_str(o, "memory", memory);
+    if (!ok)
+        fg_json_set_str(o, "problem", why);
+    return o;
+}
+
+json_object *fg_workload_status_build(const struct fg_workload_view *v, const char *now)
+{
+    int64_t generation = 0;
+    fg_json_get_int64(v->gpuworkload, &generation, "metadata", "generation", NULL);
+    json_object *st = json_object_new_object();
+    char text[FG_ERRMSG_MAX];
+    snprintf(text, sizeof(text), "%s/%s", v->kind->resource.kind, fg_json_get_str(v->workload, "metadata", "name", NULL));
+    fg_json_set_str(st, "target", text);
+    fg_json_set_str(st, "detectedClass", fg_workload_class_name(fg_workload_detect_class(v->kind, v->workload)));
+    fg_json_set_str(st, "policy", v->policy);
+    struct fg_eligibility e;
+    json_object *tmpl = gpu_template(v->workload, &e);
+    original_request(tmpl, text, sizeof(text));
+    fg_json_set_str(st, "originalRequest", text);
+    json_object_object_add(st, "allocation", allocation(v));
+    json_object *elig = json_object_new_object();
+    bool eligible = e.ask == FG_GPU_ELIGIBLE;
+    const char *reason = eligible ? "Eligible" : e.ask == FG_GPU_NONE ? "noGPURequest" : e.reason;
+    const char *message = eligible ? "fracgpu schedules its pods on shared GPUs"
+                                   : e.ask == FG_GPU_NONE ? "its pods ask for no nvidia.com/gpu" : e.message;
+    json_object_object_add(elig, "eligible", json_object_new_boolean(eligible));
+    fg_json_set_str(elig, "reason", reason);
+    fg_json_set_str(elig, "message", message);
+    json_object_object_add(st, "eligibility", elig);
+    json_object *conds = json_object_new_array();
+    json_object_array_add(conds, fg_condition_build(v->gpuworkload, generation, "Eligible", eligible ? "True" : "False",
+                                                    reason, message, now));
+    snprintf(text, sizeof(text), v->policy_found ? "GPUPolicy %s is in force" : "GPUPolicy %s does not exist: its pods "
+                                                                                "keep whole GPUs until it does",
+             v->policy);
+    json_object_array_add(conds, fg_condition_build(v->gpuworkload, generation, "PolicyFound",
+                                                    v->policy_found ? "True" : "False",
+                                                    v->policy_found ? "PolicyFound" : "PolicyNotFound", text, now));
+    json_object_object_add(st, "conditions", conds);
+    const char *action = v->last_action ? v->last_action : fg_json_get_str(v->gpuworkload, "status", "lastAction", NULL);
+    const char *why = v->last_action ? v->last_action_reason
+                                     : fg_json_get_str(v->gpuworkload, "status", "lastActionReason", NULL);
+    if (action)
+        fg_json_set_str(st, "lastAction", action);
+    if (why)
+        fg_json_set_str(st, "lastActionReason", why);
+    json_object *rec = fg_json_get(v->gpuworkload, "status", "recommendation", NULL);
+    if (rec) /* the recommender's, kept as it wrote it */
+        json_object_object_add(st, "recommendation", json_object_get(rec));
+    return st;
+}
