@@ -4,8 +4,10 @@
  *   - `kubectl apply -k manifests/` installs fracgpu; the operator Deployment's pods run as real
  *     `fracgpu operator` processes that become Ready through their readiness probe (/readyz on the
  *     pod's IP) and create the built-in GPUPolicies; the node-agent DaemonSet runs on both GPU nodes;
- *   - the operator keeps the webhook's certificates, and a pod of an automated Deployment is created
- *     mutated through the webhook's Service, while one of a Deployment that is not stays whole;
+ *   - `kubectl annotate deployment/llm fracgpu.io/automate=true`: its GPUWorkload appears in
+ *     `kubectl get gpuworkloads`, the Deployment rolls and its new pod is created mutated through the
+ *     webhook's Service (the operator keeps the certificates); a Deployment not annotated stays whole,
+ *     and removing the annotation brings a whole-GPU pod back;
  *   - `kubectl create namespace|deployment|job|priorityclass` work; a Deployment of 3 runs 3 Ready
  *     pods and a Job completes;
  *   - a pod bound to a node it does not fit is refused by the node's kubelet (Failed, OutOfcpu, with
@@ -256,37 +258,55 @@ static bool bundle_written(void *ud)
     return ok;
 }
 
-/* The first pod of namespace gpu-apps labelled app=<app> (a new tree), or NULL. */
-static json_object *first_pod(const char *app)
+/* The pod of namespace gpu-apps labelled app=<app> that is not being deleted, newest first (a new
+ * tree), or NULL. */
+static json_object *current_pod(const char *app)
 {
     char selector[64];
     snprintf(selector, sizeof selector, "app=%s", app);
-    json_object *l = list(&fg_kube_pods, "gpu-apps", selector);
-    json_object *p = json_object_get(json_object_array_get_idx(fg_json_get(l, "items", NULL), 0));
+    json_object *l = list(&fg_kube_pods, "gpu-apps", selector), *items = fg_json_get(l, "items", NULL), *found = NULL;
+    for (size_t i = 0; i < fg_json_array_len(items); i++) {
+        json_object *p = json_object_array_get_idx(items, i);
+        const char *t = fg_json_get_str(p, "metadata", "creationTimestamp", NULL);
+        const char *best = fg_json_get_str(found, "metadata", "creationTimestamp", NULL);
+        if (!fg_json_get(p, "metadata", "deletionTimestamp", NULL) && (!best || strcmp(t, best) >= 0))
+            found = p;
+    }
+    json_object_get(found);
     json_object_put(l);
-    return p;
+    return found;
 }
 
-static bool pods_of_both(void *ud)
+/* The Deployment's current pod has been created by fracgpu's webhook. */
+static bool mutated_pod(void *ud)
 {
-    (void)ud;
-    json_object *a = first_pod("llm"), *b = first_pod("plain");
-    bool ok = a && b;
-    json_object_put(a);
-    json_object_put(b);
+    json_object *p = current_pod(ud);
+    const char *s = fg_json_get_str(p, "spec", "schedulerName", NULL);
+    bool ok = s && !strcmp(s, "fracgpu-scheduler");
+    json_object_put(p);
     return ok;
 }
 
-#define GPU_DEPLOYMENT(name, annotations)                                                                     \
-    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " name "\n  namespace: gpu-apps\n" annotations    \
+static bool whole_pod(void *ud)
+{
+    json_object *p = current_pod(ud);
+    const char *s = fg_json_get_str(p, "spec", "schedulerName", NULL);
+    bool ok = s && !strcmp(s, "default-scheduler");
+    json_object_put(p);
+    return ok;
+}
+
+#define GPU_DEPLOYMENT(name)                                                                                   \
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " name "\n  namespace: gpu-apps\n"                \
     "spec:\n  replicas: 1\n  selector:\n    matchLabels: {app: " name "}\n  template:\n    metadata:\n"           \
-    "      labels: {app: " name ", fracgpu.io/automate: \"true\"}\n    spec:\n      containers:\n"                \
+    "      labels: {app: " name "}\n    spec:\n      containers:\n"                                               \
     "        - name: main\n          image: registry.example.com/vllm:1\n"                                       \
     "          resources: {limits: {nvidia.com/gpu: \"1\"}}\n"
 
-/* The operator's replicas keep the webhook's certificates and kube-apiserver (here, the test server)
- * calls them through the Service: a pod of an automated Deployment is created mutated; one whose
- * Deployment is not automated, though its template carries the label, is left whole. */
+/* As a user opts a workload in: `kubectl annotate deployment/llm fracgpu.io/automate=true`. The
+ * operator creates its GPUWorkload and labels its template, the Deployment rolls, and the new pod is
+ * created mutated through the webhook's Service (the operator keeps its certificates); a Deployment
+ * that is not annotated keeps whole GPUs; removing the annotation brings a whole-GPU pod back. */
 static void test_webhook(void **state)
 {
     (void)state;
@@ -295,26 +315,37 @@ static void test_webhook(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, NULL, "create", "namespace", "gpu-apps");
-    OK(&out, GPU_DEPLOYMENT("llm", "  annotations: {fracgpu.io/automate: \"true\"}\n") "---\n"
-             GPU_DEPLOYMENT("plain", ""), "apply", "-f", "-");
-    if (!eventually(pods_of_both, NULL, 60))
-        fail_msg("the Deployments made no pods");
-    json_object *llm = first_pod("llm"), *plain = first_pod("plain");
-    assert_string_equal(fg_json_get_str(llm, "spec", "schedulerName", NULL), "fracgpu-scheduler");
+    OK(&out, GPU_DEPLOYMENT("llm") "---\n" GPU_DEPLOYMENT("plain"), "apply", "-f", "-");
+    if (!eventually(whole_pod, "llm", 60))
+        fail_msg("the Deployment made no whole-GPU pod before it was automated");
+    OK(&out, NULL, "annotate", "deployment/llm", "-n", "gpu-apps", "fracgpu.io/automate=true");
+    if (!eventually(mutated_pod, "llm", 90)) {
+        fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,gpuworkloads", "-n", "gpu-apps", "-o", "wide", NULL);
+        fail_msg("no mutated pod for the automated Deployment:\n%s", fg_buf_str(&out));
+    }
+    OK(&out, NULL, "get", "gpuworkloads", "-n", "gpu-apps");
+    assert_non_null(strstr(fg_buf_str(&out), "deployment-llm"));
+    assert_non_null(strstr(fg_buf_str(&out), "real-time"));
+    json_object *llm = current_pod("llm");
     json_object *limits = fg_json_get(json_object_array_get_idx(fg_json_get(llm, "spec", "containers", NULL), 0),
                                       "resources", "limits", NULL);
     assert_null(fg_json_get(limits, "nvidia.com/gpu", NULL));
     assert_string_equal(fg_json_get_str(limits, "fracgpu.io/gpu-share", NULL), "1");
     assert_string_equal(fg_json_get_str(llm, "metadata", "annotations", "fracgpu.io/workload", NULL), "deployment-llm");
-    assert_string_equal(fg_json_get_str(llm, "metadata", "annotations", "fracgpu.io/policy", NULL), "real-time");
-    assert_string_equal(fg_json_get_str(plain, "spec", "schedulerName", NULL), "default-scheduler");
-    assert_null(fg_json_get(plain, "metadata", "annotations", "fracgpu.io/workload", NULL));
     json_object_put(llm);
-    json_object_put(plain);
-    /* what kubectl shows of it */
-    OK(&out, NULL, "get", "pods", "-n", "gpu-apps", "-l", "app=llm", "-o",
-       "jsonpath={.items[0].spec.schedulerName} {.items[0].metadata.annotations.fracgpu\\.io/compute-milli}");
+    char jsonpath[256];
+    snprintf(jsonpath, sizeof jsonpath, "jsonpath={.spec.schedulerName} {.metadata.annotations.fracgpu\\.io/compute-milli}");
+    json_object *p = current_pod("llm");
+    OK(&out, NULL, "get", "pod", fg_json_get_str(p, "metadata", "name", NULL), "-n", "gpu-apps", "-o", jsonpath);
+    json_object_put(p);
     assert_string_equal(fg_buf_str(&out), "fracgpu-scheduler 1000");
+    assert_true(whole_pod("plain"));
+
+    /* opting out rolls the workload back to whole GPUs */
+    OK(&out, NULL, "annotate", "deployment/llm", "-n", "gpu-apps", "fracgpu.io/automate-");
+    if (!eventually(whole_pod, "llm", 90))
+        fail_msg("removing the annotation did not bring a whole-GPU pod back");
+    OK(&out, NULL, "get", "gpuworkloads", "-n", "gpu-apps", "deployment-llm");
     OK(&out, NULL, "delete", "namespace", "gpu-apps", "--wait=false");
     fg_buf_cleanup(&out);
 }
