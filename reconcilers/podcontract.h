@@ -27,6 +27,8 @@
 #define FG_ANN_SHARING "fracgpu.io/sharing"
 #define FG_ANN_ISOLATION "fracgpu.io/isolation"
 #define FG_ANN_ORIGINAL_REQUEST "fracgpu.io/original-request"
+/* On a pod template: when fracgpu last rolled the workload because pods missed the webhook. */
+#define FG_ANN_RESTARTED_AT "fracgpu.io/restarted-at"
 
 /* The resource a whole-GPU pod asks for, the one fracgpu's device plugin serves instead, and the
  * scheduler that places mutated pods. */

@@ -21,6 +21,7 @@
 #include "reconcilers/podcontract.h"
 #include "reconcilers/policy.h"
 #include "reconcilers/resources.h"
+#include "reconcilers/workload_pods.h"
 #include "reconcilers/workload_status.h"
 
 #define COMPONENT "gpuworkload"
@@ -39,9 +40,10 @@ struct kind_watch {
 struct workload_reconciler {
     struct fg_kube_client *client;
     const struct fg_workload_kinds *kinds;
-    struct fg_store *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies;
+    struct fg_store *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies, *pods, *replicasets;
+    struct fg_store *intermediates[MAX_KINDS + 1];  /* the ReplicaSets, then every kind */
     struct kind_watch watches[MAX_KINDS];
-    struct fg_counter *created, *labelled, *unlabelled, *status_writes;
+    struct fg_counter *created, *labelled, *unlabelled, *rolled, *status_writes;
 };
 
 static json_object *cached(struct fg_store *s, const char *key)
@@ -191,10 +193,11 @@ static const char *resolve_policy(struct workload_reconciler *r, const struct fg
 }
 
 static enum fg_err write_status(struct workload_reconciler *r, const struct fg_workload_kind *kind,
-                                json_object *workload, json_object *gw, const char *action, const char *why)
+                                json_object *workload, json_object *gw, const struct fg_workload_pods *pods,
+                                const char *action, const char *why)
 {
     struct fg_workload_view v = { .workload = workload, .kind = kind, .gpuworkload = gw, .last_action = action,
-                                  .last_action_reason = why };
+                                  .last_action_reason = why, .pods = pods->live, .unmutated_pods = pods->missed };
     json_object *policy_obj = NULL;
     v.policy = resolve_policy(r, kind, workload, gw, &v.policy_found, &v.update_mode, &policy_obj);
     char now[FG_TIME_MAX];
@@ -235,6 +238,60 @@ static bool asks_for_gpus(json_object *workload)
     return false;
 }
 
+/* Rolls a Deployment or StatefulSet whose pods missed the webhook, unless a roll started since the
+ * newest of them was created; *rolled says whether it did. Other kinds cannot be rolled. */
+static enum fg_err roll(struct workload_reconciler *r, const struct fg_workload_kind *kind, json_object *workload,
+                        const struct fg_workload_pods *pods, bool *rolled)
+{
+    *rolled = false;
+    if (!pods->missed || strcmp(kind->resource.group, "apps"))
+        return FG_OK;
+    struct fg_pod_template t[8];
+    size_t n = fg_workload_templates(workload, t, 8);
+    int64_t last = 0;
+    json_object *ops = json_object_new_array();
+    json_object *test = json_object_new_object(); /* a cache behind our last roll must not roll again */
+    fg_json_set_str(test, "op", "test");
+    fg_json_set_str(test, "path", "/metadata/resourceVersion");
+    fg_json_set_str(test, "value", fg_json_get_str(workload, "metadata", "resourceVersion", NULL));
+    json_object_array_add(ops, test);
+    char now[FG_TIME_MAX];
+    fg_time_format(fg_clock_wall_ms(), now);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        const char *at = fg_json_get_str(t[i].obj, "metadata", "annotations", FG_ANN_RESTARTED_AT, NULL);
+        int64_t ms = 0;
+        if (at && fg_time_parse(at, &ms) && ms > last)
+            last = ms;
+        json_object *op = json_object_new_object();
+        char path[FG_TEMPLATE_PATH_MAX + 64];
+        fg_json_set_str(op, "op", "add");
+        if (fg_json_get(t[i].obj, "metadata", "annotations", NULL)) {
+            snprintf(path, sizeof(path), "%s/metadata/annotations/fracgpu.io~1restarted-at", t[i].path);
+            fg_json_set_str(op, "value", now);
+        } else {
+            snprintf(path, sizeof(path), "%s/metadata/annotations", t[i].path);
+            fg_json_set_str(fg_json_ensure_obj(op, "value"), FG_ANN_RESTARTED_AT, now);
+        }
+        fg_json_set_str(op, "path", path);
+        json_object_array_add(ops, op);
+    }
+    enum fg_err err = FG_OK;
+    /* a roll asked for since the newest missed pod was created (to the second) is still under way */
+    if (json_object_array_length(ops) > 1 && last / 1000 < pods->newest_missed_ms / 1000) {
+        char *path = fg_kube_path(&kind->resource, fg_json_get_str(workload, "metadata", "namespace", NULL),
+                                  fg_json_get_str(workload, "metadata", "name", NULL), NULL, NULL);
+        struct fg_kube_status st = { 0 };
+        err = fg_kube_patch(r->client, path, FG_KUBE_PATCH_JSON, fg_json_text(ops, NULL), NULL, &st);
+        if (err != FG_OK)
+            log_failure("cannot roll its pods", err, &st);
+        *rolled = err == FG_OK;
+        fg_kube_status_cleanup(&st);
+        free(path);
+    }
+    json_object_put(ops);
+    return err;
+}
+
 static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
     struct workload_reconciler *r = ud;
@@ -268,13 +325,24 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         fg_counter_add(automated ? r->labelled : r->unlabelled, 1);
         emit(r, workload, "Normal", automated ? "TemplateLabelled" : "AutomationRemoved", why);
     }
-    if (!err && automated && !labelled && gw && !fg_json_get(gw, "status", "lastAction", NULL)) {
+    struct fg_workload_pods pods;
+    const char *uid = fg_json_get_str(workload, "metadata", "uid", NULL);
+    fg_workload_pods_count(r->pods, r->intermediates, r->kinds->n + 1, uid ? uid : "", &pods);
+    bool rolled = false;
+    if (!err && automated && !labelled && (err = roll(r, kind, workload, &pods, &rolled)) == FG_OK && rolled) {
+        snprintf(msg, sizeof(msg), "%zu of its pods were created while fracgpu did not answer: rolled", pods.missed);
+        action = "RolledUnmutatedPods";
+        why = msg;
+        fg_counter_add(r->rolled, 1);
+        emit(r, workload, "Normal", "RolledUnmutatedPods", msg);
+    }
+    if (!err && automated && !labelled && !rolled && gw && !fg_json_get(gw, "status", "lastAction", NULL)) {
         /* labelled in the reconcile that created the GPUWorkload, before it had a status to say so */
         action = "LabelledTemplate";
         why = LABELLED_WHY;
     }
     if (!err && gw)
-        err = write_status(r, kind, workload, gw, action, why);
+        err = write_status(r, kind, workload, gw, &pods, action, why);
     json_object_put(gw);
     json_object_put(nsobj);
     json_object_put(workload);
@@ -328,6 +396,49 @@ static void map_gpuworkload(void *ud, struct fg_kobj *obj, struct fg_keys *out)
     json_object_put(gw);
 }
 
+/* Owners looked up for one pod: at most four, held until its key is made. */
+struct owner_lookup {
+    struct workload_reconciler *r;
+    const char *ns;
+    json_object *held[4];
+};
+
+static json_object *lookup_owner(void *ctx, const char *group, const char *kind, const char *name)
+{
+    struct owner_lookup *l = ctx;
+    struct fg_store *s = NULL;
+    if (!strcmp(group, "apps") && !strcmp(kind, "ReplicaSet"))
+        s = l->r->replicasets;
+    for (size_t i = 0; !s && i < l->r->kinds->n; i++)
+        if (!strcmp(l->r->kinds->v[i].resource.group, group) && !strcmp(l->r->kinds->v[i].resource.kind, kind))
+            s = l->r->owners[i];
+    json_object *o = s ? cached_in(s, l->ns, name) : NULL;
+    for (size_t i = 0; o && i < 4; i++)
+        if (!l->held[i]) {
+            l->held[i] = o;
+            return o;
+        }
+    json_object_put(o);
+    return NULL;
+}
+
+/* A pod, as the key of its workload. */
+static void map_pod(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct workload_reconciler *r = ud;
+    json_object *pod = NULL;
+    if (fg_kobj_parse(obj, &pod, NULL) != FG_OK)
+        return;
+    struct owner_lookup ctx = { r, fg_kobj_namespace(obj), { NULL } };
+    const struct fg_workload_kind *kind;
+    json_object *w = fg_workload_of_pod(pod, r->kinds, lookup_owner, &ctx, &kind);
+    if (w)
+        key_of((size_t)(kind - r->kinds->v), fg_kobj_namespace(obj), fg_json_get_str(w, "metadata", "name", NULL), out);
+    for (size_t i = 0; i < 4; i++)
+        json_object_put(ctx.held[i]);
+    json_object_put(pod);
+}
+
 /* The targets of the GPUWorkloads that use a policy. */
 static void map_policy(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 {
@@ -340,11 +451,11 @@ static void map_policy(void *ud, struct fg_kobj *obj, struct fg_keys *out)
     fg_kobj_list_cleanup(&l);
 }
 
-static enum fg_err want(struct fg_manager *m, const struct fg_kube_resource *res, struct fg_informer **inf,
-                        char *errmsg)
+static enum fg_err want(struct fg_manager *m, const struct fg_kube_resource *res, const char *const *fields,
+                        struct fg_informer **inf, char *errmsg)
 {
-    return fg_informer_factory_get(fg_manager_informers(m), &(struct fg_informer_want){ .resource = res }, inf,
-                                   errmsg);
+    return fg_informer_factory_get(fg_manager_informers(m),
+                                   &(struct fg_informer_want){ .resource = res, .fields = fields }, inf, errmsg);
 }
 
 enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_workload_kinds *kinds, unsigned workers,
@@ -353,21 +464,36 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
     if (kinds->n > MAX_KINDS)
         return fg_errmsg(errmsg, FG_E_INVAL, "%zu workload kinds, at most %d", kinds->n, MAX_KINDS);
     struct fg_informer_factory *f = fg_manager_informers(m);
-    struct fg_informer *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies;
+    static const char *const workload_fields[] = { "metadata.labels", "metadata.annotations",
+                                                   "metadata.ownerReferences", "spec", NULL };
+    static const char *const pod_fields[] = { "metadata.labels", "metadata.ownerReferences", "metadata.deletionTimestamp",
+                                              "metadata.creationTimestamp", "spec", "status.phase", NULL };
+    static const char *const owners_only[] = { "metadata.ownerReferences", NULL };
+    struct fg_informer *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies, *pods, *replicasets;
     enum fg_err err = FG_OK;
     for (size_t i = 0; !err && i < kinds->n; i++) {
-        err = want(m, &kinds->v[i].resource, &owners[i], errmsg);
+        err = want(m, &kinds->v[i].resource, workload_fields, &owners[i], errmsg);
         if (!err)
             err = fg_informer_factory_index(f, owners[i], NS_INDEX, fg_index_by_namespace, NULL);
+        if (!err)
+            err = fg_informer_factory_index(f, owners[i], FG_OWNER_INDEX, fg_index_by_controller_uid, NULL);
     }
     if (!err)
-        err = want(m, &fg_kube_namespaces, &namespaces, errmsg);
+        err = want(m, &fg_kube_namespaces, NULL, &namespaces, errmsg);
     if (!err)
-        err = want(m, &fg_crd_gpuworkloads, &gpuworkloads, errmsg);
+        err = want(m, &fg_crd_gpuworkloads, NULL, &gpuworkloads, errmsg);
     if (!err)
         err = fg_informer_factory_index(f, gpuworkloads, FG_POLICY_INDEX, fg_policy_index_workload, NULL);
     if (!err)
-        err = want(m, &fg_crd_gpupolicies, &policies, errmsg);
+        err = want(m, &fg_crd_gpupolicies, NULL, &policies, errmsg);
+    if (!err)
+        err = want(m, &fg_kube_pods, pod_fields, &pods, errmsg);
+    if (!err)
+        err = fg_informer_factory_index(f, pods, FG_OWNER_INDEX, fg_index_by_controller_uid, NULL);
+    if (!err)
+        err = want(m, &fg_kube_replicasets, owners_only, &replicasets, errmsg);
+    if (!err)
+        err = fg_informer_factory_index(f, replicasets, FG_OWNER_INDEX, fg_index_by_controller_uid, NULL);
     if (err)
         return err;
     struct workload_reconciler *r = fg_calloc(1, sizeof(*r));
@@ -378,6 +504,11 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
         r->owners[i] = fg_informer_store(owners[i]);
         r->watches[i] = (struct kind_watch){ r, i };
     }
+    r->pods = fg_informer_store(pods);
+    r->replicasets = fg_informer_store(replicasets);
+    r->intermediates[0] = r->replicasets;
+    for (size_t i = 0; i < kinds->n; i++)
+        r->intermediates[i + 1] = r->owners[i];
     r->namespaces = fg_informer_store(namespaces);
     r->gpuworkloads = fg_informer_store(gpuworkloads);
     r->policies = fg_informer_store(policies);
@@ -387,6 +518,8 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
                                      "Workloads whose pod templates were labelled for the webhook.", NULL);
     r->unlabelled = fg_metrics_counter(reg, "fracgpu_templates_unlabelled_total",
                                        "Workloads whose template label was removed with their automation.", NULL);
+    r->rolled = fg_metrics_counter(reg, "fracgpu_workloads_rolled_total",
+                                   "Workloads rolled because pods were created while the webhook did not answer.", NULL);
     r->status_writes = fg_metrics_counter(reg, "fracgpu_gpuworkload_status_writes_total",
                                           "GPUWorkload status updates written.", NULL);
     struct fg_manager_controller *c;
@@ -401,5 +534,7 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
         err = fg_manager_watches(c, gpuworkloads, map_gpuworkload, r, NULL, errmsg);
     if (!err)
         err = fg_manager_watches(c, policies, map_policy, r, NULL, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, pods, map_pod, r, NULL, errmsg);
     return err;
 }

@@ -12,16 +12,19 @@
  *       Event "TemplateLabelled";
  *   - not automated, yet its templates carry the label → the label is removed (its pods roll back to
  *     whole GPUs), Event "AutomationRemoved"; the GPUWorkload stays, with its history;
+ *   - automated, labelled, and some of its pods missed the webhook (workload_pods.h: created while no
+ *     replica answered) → a Deployment or StatefulSet is rolled once, by the template annotation
+ *     fracgpu.io/restarted-at (as `kubectl rollout restart` does), unless a roll was asked for since
+ *     the newest such pod was created; Event "RolledUnmutatedPods". Jobs and custom kinds cannot be
+ *     rolled: their status counts the pods;
  *   - a GPUWorkload that exists gets its status (workload_status.h) whenever it differs.
  * A cache that lags behind a write shows up as a failed test or AlreadyExists and is settled on the
  * next event.
  *
  * It watches every workload kind, Namespaces (a label there concerns each workload of the namespace),
- * GPUWorkloads (mapped to their targets) and GPUPolicies (mapped, through FG_POLICY_INDEX, to the
- * targets of the GPUWorkloads that use them, so PolicyFound follows a policy created late).
- *
- * Not yet (the next part of this work): rolling the pods of an automated workload that were created
- * unmutated while fracgpu was down, and counting the workload's pods.
+ * GPUWorkloads (mapped to their targets), GPUPolicies (mapped, through FG_POLICY_INDEX, to the
+ * targets of the GPUWorkloads that use them, so PolicyFound follows a policy created late), and pods
+ * and ReplicaSets (a pod maps to its workload up its owner chain).
  */
 #ifndef FG_RECONCILERS_WORKLOAD_RECONCILER_H
 #define FG_RECONCILERS_WORKLOAD_RECONCILER_H

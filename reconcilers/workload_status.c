@@ -74,6 +74,8 @@ json_object *fg_workload_status_build(const struct fg_workload_view *v, const ch
     fg_json_set_str(st, "target", text);
     fg_json_set_str(st, "detectedClass", fg_workload_class_name(fg_workload_detect_class(v->kind, v->workload)));
     fg_json_set_str(st, "policy", v->policy);
+    json_object_object_add(st, "pods", json_object_new_int64((int64_t)v->pods));
+    json_object_object_add(st, "unmutatedPods", json_object_new_int64((int64_t)v->unmutated_pods));
     struct fg_eligibility e;
     json_object *tmpl = gpu_template(v->workload, &e);
     original_request(tmpl, text, sizeof(text));

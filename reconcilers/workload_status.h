@@ -13,6 +13,7 @@
  *   conditions        Eligible, and PolicyFound (False, reason PolicyNotFound, for a policy that
  *                     exists neither as a GPUPolicy nor as a built-in); transition times kept while a
  *                     condition holds
+ *   pods, unmutatedPods   its live pods, and those that missed the webhook (workload_pods.h)
  *   lastAction, lastActionReason   the reconciler's last write and why (kept when it did nothing)
  * Recomputing an unchanged status yields an equal object, so the reconciler writes only changes.
  */
@@ -33,6 +34,7 @@ struct fg_workload_view {
     bool policy_found;
     enum fg_update_mode update_mode;        /* the GPUWorkload's, else the policy's */
     const char *last_action, *last_action_reason;   /* NULL: keep the current ones */
+    size_t pods, unmutated_pods;            /* live pods, and those that missed the webhook */
 };
 
 /* A new status object; `now` is RFC 3339. */

@@ -61,6 +61,22 @@ size_t fg_index_by_namespace(void *ud, json_object *obj, const char **values, si
     return 1;
 }
 
+size_t fg_index_by_controller_uid(void *ud, json_object *obj, const char **values, size_t max)
+{
+    (void)ud;
+    json_object *refs = fg_json_get(obj, "metadata", "ownerReferences", NULL);
+    for (size_t i = 0; max > 0 && i < fg_json_array_len(refs); i++) {
+        json_object *r = json_object_array_get_idx(refs, i);
+        json_object *c = fg_json_get(r, "controller", NULL);
+        const char *uid = fg_json_get_str(r, "uid", NULL);
+        if (uid && json_object_is_type(c, json_type_boolean) && json_object_get_boolean(c)) {
+            values[0] = uid;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 struct fg_store *fg_store_new(void)
 {
     struct fg_store *s = fg_calloc(1, sizeof(*s));

@@ -33,9 +33,11 @@
  * how many. Runs on the writing thread, with the object's json-c tree. */
 typedef size_t fg_index_fn(void *ud, json_object *obj, const char **values, size_t max);
 
-/* Ready-made index functions: spec.nodeName (none when unset), metadata.namespace. */
+/* Ready-made index functions: spec.nodeName (none when unset), metadata.namespace, and the uid of the
+ * controller ownerReference (none without one: how a ReplicaSet finds its pods). */
 size_t fg_index_by_node_name(void *ud, json_object *obj, const char **values, size_t max);
 size_t fg_index_by_namespace(void *ud, json_object *obj, const char **values, size_t max);
+size_t fg_index_by_controller_uid(void *ud, json_object *obj, const char **values, size_t max);
 
 struct fg_store;
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -194,6 +195,63 @@ static void reasons_fractions_and_policies(void **state)
     expect("/apis/fracgpu.io/v1alpha1/gpupolicies/training", exists, "training");
 }
 
+/* A pod created from the labelled template while no webhook answered: counted, and the Deployment
+ * rolled once (the roll is not repeated for the same pod). */
+static void pods_that_missed_the_webhook_are_rolled(void **state)
+{
+    (void)state;
+    char path[256], body[1024];
+    deployment("ml", "missed", "\"fracgpu.io/automate\":\"true\"", GPU_CONTAINER, "");
+    deployment_path("ml", "missed", path, sizeof(path));
+    expect(path, TEMPLATE_LABEL, "true");
+    json_object *d = get(path);
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"missed-1\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":"
+             "\"Deployment\",\"name\":\"missed\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"selector\":{"
+             "\"matchLabels\":{\"app\":\"missed\"}},\"template\":{\"metadata\":{\"labels\":{\"app\":\"missed\"}},"
+             "\"spec\":{\"containers\":[" GPU_CONTAINER "]}}}}",
+             fg_json_get_str(d, "metadata", "uid", NULL));
+    json_object_put(d);
+    create("/apis/apps/v1/namespaces/ml/replicasets", body);
+    json_object *rs = get("/apis/apps/v1/namespaces/ml/replicasets/missed-1");
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"missed-1-abc\",\"labels\":{\"app\":\"missed\",\"fracgpu.io/automate\":"
+             "\"true\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":"
+             "\"missed-1\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"containers\":[" GPU_CONTAINER "]}}",
+             fg_json_get_str(rs, "metadata", "uid", NULL));
+    json_object_put(rs);
+    create("/api/v1/namespaces/ml/pods", body);
+    static const char *const unmutated[] = { "status", "unmutatedPods", NULL };
+    static const char *const pods[] = { "status", "pods", NULL };
+    expect_status("ml", "deployment-missed", unmutated, "1");
+    expect_status("ml", "deployment-missed", pods, "1");
+    expect_status("ml", "deployment-missed", ACTION, "RolledUnmutatedPods");
+    static const char *const restarted[] = { "spec", "template", "metadata", "annotations", "fracgpu.io/restarted-at",
+                                             NULL };
+    json_object *after = NULL;
+    for (int i = 0; i < 100 && !after; i++) {
+        json_object *o = get(path);
+        if (fg_json_get(o, "spec", "template", "metadata", "annotations", "fracgpu.io/restarted-at", NULL))
+            after = o;
+        else
+            json_object_put(o);
+        usleep(50000);
+    }
+    assert_non_null(after);
+    char first[64];
+    snprintf(first, sizeof(first), "%s",
+             fg_json_get_str(after, "spec", "template", "metadata", "annotations", "fracgpu.io/restarted-at", NULL));
+    json_object_put(after);
+    /* the same pod again (a label changed): no second roll */
+    struct fg_kube_status st = { 0 };
+    assert_int_equal(fg_kube_patch(h.client, "/api/v1/namespaces/ml/pods/missed-1-abc", FG_KUBE_PATCH_MERGE,
+                                   "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}", NULL, &st),
+                     FG_OK);
+    fg_kube_status_cleanup(&st);
+    usleep(1500000);
+    expect(path, restarted, first);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -229,6 +287,7 @@ int main(void)
         cmocka_unit_test(opt_in_and_out),
         cmocka_unit_test(namespace_label_and_opt_out),
         cmocka_unit_test(reasons_fractions_and_policies),
+        cmocka_unit_test(pods_that_missed_the_webhook_are_rolled),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -206,6 +206,34 @@ static size_t index_two(void *ud, json_object *obj, const char **values, size_t 
     return 2;
 }
 
+/* The controller uid index: only a reference with controller true counts. */
+static void test_store_controller_index(void **state)
+{
+    (void)state;
+    const char *objs[] = {
+        "{\"metadata\":{\"name\":\"p1\",\"resourceVersion\":\"1\",\"ownerReferences\":[{\"uid\":\"cm\"},"
+        "{\"uid\":\"rs\",\"controller\":true}]}}",
+        "{\"metadata\":{\"name\":\"p2\",\"resourceVersion\":\"2\",\"ownerReferences\":[{\"uid\":\"rs\","
+        "\"controller\":false}]}}",
+        "{\"metadata\":{\"name\":\"p3\",\"resourceVersion\":\"3\",\"ownerReferences\":[{\"uid\":\"rs\","
+        "\"controller\":\"true\"}]}}",
+        "{\"metadata\":{\"name\":\"p4\",\"resourceVersion\":\"4\"}}",
+    };
+    struct fg_store *s = fg_store_new();
+    assert_int_equal(fg_store_add_indexer(s, "owner", fg_index_by_controller_uid, NULL), FG_OK);
+    for (size_t i = 0; i < 4; i++) {
+        json_object *o = json_tokener_parse(objs[i]);
+        struct fg_kobj *k, *old = NULL;
+        assert_int_equal(fg_kobj_new(o, 0, &k, NULL), FG_OK);
+        fg_store_upsert(s, k, o, &old);
+        fg_kobj_unref(k);
+        json_object_put(o);
+    }
+    assert_int_equal(count_index(s, "owner", "rs"), 1);
+    assert_int_equal(count_index(s, "owner", "cm"), 0);
+    fg_store_free(s);
+}
+
 static void test_store_indexers(void **state)
 {
     (void)state;
@@ -310,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_store_get_list_delete),
         cmocka_unit_test(test_store_references_outlive),
         cmocka_unit_test(test_store_indexers),
+        cmocka_unit_test(test_store_controller_index),
         cmocka_unit_test(test_store_replace),
         cmocka_unit_test(test_store_many),
     };

@@ -1,0 +1,78 @@
+/* The pods of a workload (workload_pods.h). */
+#include "reconcilers/workload_pods.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/mem.h"
+#include "base/timefmt.h"
+#include "operator/cache/kobj.h"
+#include "reconcilers/eligibility.h"
+#include "reconcilers/podcontract.h"
+
+#define MAX_DEPTH 3 /* Notebook → StatefulSet → pod; CronJob → Job → pod */
+
+static bool label_is(json_object *pod, const char *key, const char *want)
+{
+    const char *v = fg_json_get_str(pod, "metadata", "labels", key, NULL);
+    return v && !strcmp(v, want);
+}
+
+static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
+{
+    json_object *pod = NULL;
+    if (fg_kobj_parse(k, &pod, NULL) != FG_OK)
+        return;
+    const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
+    bool finished = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+    if (!finished && !fg_json_get(pod, "metadata", "deletionTimestamp", NULL)) {
+        out->live++;
+        struct fg_eligibility e;
+        fg_eligibility_check(pod, NULL, &e);
+        int64_t created = 0;
+        if (label_is(pod, FG_KEY_AUTOMATE, "true") && !label_is(pod, FG_LABEL_MANAGED, "true") &&
+            e.ask == FG_GPU_ELIGIBLE) {
+            out->missed++;
+            if (fg_time_parse(fg_json_get_str(pod, "metadata", "creationTimestamp", NULL), &created) &&
+                created > out->newest_missed_ms)
+                out->newest_missed_ms = created;
+        }
+    }
+    json_object_put(pod);
+}
+
+void fg_workload_pods_count(struct fg_store *pods, struct fg_store *const *intermediates, size_t n, const char *uid,
+                            struct fg_workload_pods *out)
+{
+    memset(out, 0, sizeof(*out));
+    size_t len = 1, cap = 8;
+    char **uids = fg_malloc(cap * sizeof(*uids));
+    uids[0] = fg_strdup(uid);
+    for (int depth = 0, from = 0; depth < MAX_DEPTH && from < (int)len; depth++) {
+        int to = (int)len;
+        for (int u = from; u < to; u++) {
+            struct fg_kobj_list l;
+            if (fg_store_by_index(pods, FG_OWNER_INDEX, uids[u], &l) == FG_OK) {
+                for (size_t i = 0; i < l.n; i++)
+                    count_pod(l.items[i], out);
+                fg_kobj_list_cleanup(&l);
+            }
+            for (size_t s = 0; s < n; s++) {
+                if (fg_store_by_index(intermediates[s], FG_OWNER_INDEX, uids[u], &l) != FG_OK)
+                    continue;
+                for (size_t i = 0; i < l.n; i++) {
+                    if (len == cap)
+                        uids = fg_realloc(uids, (cap *= 2) * sizeof(*uids));
+                    uids[len++] = fg_strdup(fg_kobj_uid(l.items[i]));
+                }
+                fg_kobj_list_cleanup(&l);
+            }
+        }
+        from = to;
+    }
+    for (size_t i = 0; i < len; i++)
+        free(uids[i]);
+    free(uids);
+}

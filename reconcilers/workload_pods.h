@@ -1,0 +1,32 @@
+/*
+ * workload_pods — the pods of a workload, found through the caches' controller-uid indexes.
+ *
+ * A workload's pods are those whose controller is the workload or one of its descendants that the
+ * caches hold (a Deployment's ReplicaSets, a CronJob's Jobs, a Notebook's StatefulSet), found
+ * breadth-first through the FG_OWNER_INDEX of each store. Of its live pods (not terminating, not
+ * finished), a pod *missed the webhook* when it carries the template label fracgpu.io/automate:
+ * "true" yet still asks for a whole nvidia.com/gpu although fracgpu would take it: it was created
+ * while no operator replica answered (failurePolicy Ignore never blocks a pod).
+ */
+#ifndef FG_RECONCILERS_WORKLOAD_PODS_H
+#define FG_RECONCILERS_WORKLOAD_PODS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "operator/cache/store.h"
+
+#define FG_OWNER_INDEX "controller-uid"
+
+struct fg_workload_pods {
+    size_t live;
+    size_t missed;
+    int64_t newest_missed_ms;   /* creation time of the newest pod that missed the webhook */
+};
+
+/* Counts the pods of the workload with uid `uid`: `pods` and the `n` stores of possible intermediates
+ * each have the FG_OWNER_INDEX indexer (fg_index_by_controller_uid). */
+void fg_workload_pods_count(struct fg_store *pods, struct fg_store *const *intermediates, size_t n, const char *uid,
+                            struct fg_workload_pods *out);
+
+#endif
