@@ -32,8 +32,9 @@ static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
         struct fg_eligibility e;
         fg_eligibility_check(pod, NULL, &e);
         int64_t created = 0;
-        if (label_is(pod, FG_KEY_AUTOMATE, "true") && !label_is(pod, FG_LABEL_MANAGED, "true") &&
-            e.ask == FG_GPU_ELIGIBLE) {
+        /* a pod that exists may be bound already: fracgpu would have taken it before it was */
+        bool takeable = e.ask == FG_GPU_ELIGIBLE || (e.ask == FG_GPU_WHOLE && !strcmp(e.reason, "nodeName"));
+        if (label_is(pod, FG_KEY_AUTOMATE, "true") && !label_is(pod, FG_LABEL_MANAGED, "true") && takeable) {
             out->missed++;
             if (fg_time_parse(fg_json_get_str(pod, "metadata", "creationTimestamp", NULL), &created) &&
                 created > out->newest_missed_ms)

@@ -27,6 +27,7 @@
 #define COMPONENT "gpuworkload"
 #define MAX_KINDS 32
 #define NS_INDEX "namespace"
+#define ROLL_INTERVAL_MS (15 * 1000ll)
 #define LABELLED_WHY "its new pods pass the webhook and get a fraction of a GPU"
 
 struct workload_reconciler;
@@ -238,12 +239,13 @@ static bool asks_for_gpus(json_object *workload)
     return false;
 }
 
-/* Rolls a Deployment or StatefulSet whose pods missed the webhook, unless a roll started since the
- * newest of them was created; *rolled says whether it did. Other kinds cannot be rolled. */
+/* Rolls a Deployment or StatefulSet whose pods missed the webhook (see below when); *rolled says
+ * whether it did, *retry_ms when to look again (0: no need). Other kinds cannot be rolled. */
 static enum fg_err roll(struct workload_reconciler *r, const struct fg_workload_kind *kind, json_object *workload,
-                        const struct fg_workload_pods *pods, bool *rolled)
+                        const struct fg_workload_pods *pods, bool *rolled, int64_t *retry_ms)
 {
     *rolled = false;
+    *retry_ms = 0;
     if (!pods->missed || strcmp(kind->resource.group, "apps"))
         return FG_OK;
     struct fg_pod_template t[8];
@@ -276,8 +278,16 @@ static enum fg_err roll(struct workload_reconciler *r, const struct fg_workload_
         json_object_array_add(ops, op);
     }
     enum fg_err err = FG_OK;
-    /* a roll asked for since the newest missed pod was created (to the second) is still under way */
-    if (json_object_array_length(ops) > 1 && last / 1000 < pods->newest_missed_ms / 1000) {
+    /* Roll when a missed pod is as new as the last roll (to the second: creation times have no more):
+     * an older one is being replaced by that roll. Not more often than ROLL_INTERVAL_MS, since pods
+     * created while no replica is ready yet miss the webhook again. */
+    int64_t now_ms = fg_clock_wall_ms();
+    bool due = last / 1000 <= pods->newest_missed_ms / 1000;
+    if (due && last && now_ms - last < ROLL_INTERVAL_MS) {
+        *retry_ms = last + ROLL_INTERVAL_MS - now_ms;
+        due = false;
+    }
+    if (json_object_array_length(ops) > 1 && due) {
         char *path = fg_kube_path(&kind->resource, fg_json_get_str(workload, "metadata", "namespace", NULL),
                                   fg_json_get_str(workload, "metadata", "name", NULL), NULL, NULL);
         struct fg_kube_status st = { 0 };
@@ -329,7 +339,9 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     const char *uid = fg_json_get_str(workload, "metadata", "uid", NULL);
     fg_workload_pods_count(r->pods, r->intermediates, r->kinds->n + 1, uid ? uid : "", &pods);
     bool rolled = false;
-    if (!err && automated && !labelled && (err = roll(r, kind, workload, &pods, &rolled)) == FG_OK && rolled) {
+    int64_t retry_ms = 0;
+    if (!err && automated && !labelled && (err = roll(r, kind, workload, &pods, &rolled, &retry_ms)) == FG_OK &&
+        rolled) {
         snprintf(msg, sizeof(msg), "%zu of its pods were created while fracgpu did not answer: rolled", pods.missed);
         action = "RolledUnmutatedPods";
         why = msg;
@@ -348,8 +360,10 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     json_object_put(workload);
     if (err != FG_OK)
         return fg_reconcile_error(err);
-    /* a GPUWorkload just created gets its status once the cache has it */
-    return automated && !gw ? (struct fg_reconcile_result){ FG_OK, FG_NS_PER_S } : fg_reconcile_ok();
+    /* a GPUWorkload just created gets its status once the cache has it; a roll held back is looked at again */
+    if (automated && !gw)
+        return (struct fg_reconcile_result){ FG_OK, FG_NS_PER_S };
+    return retry_ms > 0 ? (struct fg_reconcile_result){ FG_OK, (uint64_t)retry_ms * FG_NS_PER_MS } : fg_reconcile_ok();
 }
 
 static void key_of(size_t index, const char *ns, const char *name, struct fg_keys *out)

@@ -13,10 +13,11 @@
  *   - not automated, yet its templates carry the label → the label is removed (its pods roll back to
  *     whole GPUs), Event "AutomationRemoved"; the GPUWorkload stays, with its history;
  *   - automated, labelled, and some of its pods missed the webhook (workload_pods.h: created while no
- *     replica answered) → a Deployment or StatefulSet is rolled once, by the template annotation
- *     fracgpu.io/restarted-at (as `kubectl rollout restart` does), unless a roll was asked for since
- *     the newest such pod was created; Event "RolledUnmutatedPods". Jobs and custom kinds cannot be
- *     rolled: their status counts the pods;
+ *     replica answered) → a Deployment or StatefulSet is rolled by the template annotation
+ *     fracgpu.io/restarted-at (as `kubectl rollout restart` does) when the newest such pod is as new
+ *     as the last roll (an older one is being replaced by it), at most every 15 s (pods created before
+ *     a replica is ready miss the webhook again); Event "RolledUnmutatedPods". Jobs and custom kinds
+ *     cannot be rolled: their status counts the pods;
  *   - a GPUWorkload that exists gets its status (workload_status.h) whenever it differs.
  * A cache that lags behind a write shows up as a failed test or AlreadyExists and is settled on the
  * next event.

@@ -195,8 +195,8 @@ static void reasons_fractions_and_policies(void **state)
     expect("/apis/fracgpu.io/v1alpha1/gpupolicies/training", exists, "training");
 }
 
-/* A pod created from the labelled template while no webhook answered: counted, and the Deployment
- * rolled once (the roll is not repeated for the same pod). */
+/* A pod created from the labelled template while no webhook answered, and bound since: counted, and
+ * the Deployment rolled once (the roll is not repeated for the same pod). */
 static void pods_that_missed_the_webhook_are_rolled(void **state)
 {
     (void)state;
@@ -217,7 +217,8 @@ static void pods_that_missed_the_webhook_are_rolled(void **state)
     snprintf(body, sizeof(body),
              "{\"metadata\":{\"name\":\"missed-1-abc\",\"labels\":{\"app\":\"missed\",\"fracgpu.io/automate\":"
              "\"true\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":"
-             "\"missed-1\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"containers\":[" GPU_CONTAINER "]}}",
+             "\"missed-1\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"nodeName\":\"gpu-1\",\"containers\":["
+             GPU_CONTAINER "]}}",
              fg_json_get_str(rs, "metadata", "uid", NULL));
     json_object_put(rs);
     create("/api/v1/namespaces/ml/pods", body);

@@ -8,6 +8,9 @@
  *     `kubectl get gpuworkloads`, the Deployment rolls and its new pod is created mutated through the
  *     webhook's Service (the operator keeps the certificates); a Deployment not annotated stays whole,
  *     and removing the annotation brings a whole-GPU pod back;
+ *   - a namespace label automates its GPU workloads, "false" opts one out, anti-affinity and two GPUs
+ *     are reported not eligible, a workload's own fraction reaches its pod; with every operator replica
+ *     stopped a pod is still created whole, and the operator back rolls it to a mutated one;
  *   - `kubectl create namespace|deployment|job|priorityclass` work; a Deployment of 3 runs 3 Ready
  *     pods and a Job completes;
  *   - a pod bound to a node it does not fit is refused by the node's kubelet (Failed, OutOfcpu, with
@@ -258,13 +261,15 @@ static bool bundle_written(void *ud)
     return ok;
 }
 
-/* The pod of namespace gpu-apps labelled app=<app> that is not being deleted, newest first (a new
- * tree), or NULL. */
-static json_object *current_pod(const char *app)
+/* The newest pod not being deleted labelled app=APP in namespace NS, for "NS/APP" (a new tree), or
+ * NULL. */
+static json_object *current_pod(const char *ns_app)
 {
-    char selector[64];
-    snprintf(selector, sizeof selector, "app=%s", app);
-    json_object *l = list(&fg_kube_pods, "gpu-apps", selector), *items = fg_json_get(l, "items", NULL), *found = NULL;
+    char ns[64], selector[96];
+    const char *slash = strchr(ns_app, '/');
+    snprintf(ns, sizeof ns, "%.*s", (int)(slash - ns_app), ns_app);
+    snprintf(selector, sizeof selector, "app=%s", slash + 1);
+    json_object *l = list(&fg_kube_pods, ns, selector), *items = fg_json_get(l, "items", NULL), *found = NULL;
     for (size_t i = 0; i < fg_json_array_len(items); i++) {
         json_object *p = json_object_array_get_idx(items, i);
         const char *t = fg_json_get_str(p, "metadata", "creationTimestamp", NULL);
@@ -296,12 +301,15 @@ static bool whole_pod(void *ud)
     return ok;
 }
 
-#define GPU_DEPLOYMENT(name)                                                                                   \
-    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " name "\n  namespace: gpu-apps\n"                \
-    "spec:\n  replicas: 1\n  selector:\n    matchLabels: {app: " name "}\n  template:\n    metadata:\n"           \
-    "      labels: {app: " name "}\n    spec:\n      containers:\n"                                               \
+/* A Deployment of `replicas` pods in ns whose container asks for `gpus` nvidia.com/gpu, with the
+ * metadata lines `meta` and the pod spec lines `pod` (YAML, indented for their place). */
+#define GPU_WORKLOAD(ns, name, replicas, gpus, meta, pod)                                                      \
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " name "\n  namespace: " ns "\n" meta             \
+    "spec:\n  replicas: " replicas "\n  selector:\n    matchLabels: {app: " name "}\n  template:\n    metadata:\n"  \
+    "      labels: {app: " name "}\n    spec:\n" pod "      containers:\n"                                      \
     "        - name: main\n          image: registry.example.com/vllm:1\n"                                       \
-    "          resources: {limits: {nvidia.com/gpu: \"1\"}}\n"
+    "          resources: {limits: {nvidia.com/gpu: \"" gpus "\"}}\n"
+#define GPU_DEPLOYMENT(name) GPU_WORKLOAD("gpu-apps", name, "1", "1", "", "")
 
 /* As a user opts a workload in: `kubectl annotate deployment/llm fracgpu.io/automate=true`. The
  * operator creates its GPUWorkload and labels its template, the Deployment rolls, and the new pod is
@@ -316,17 +324,17 @@ static void test_webhook(void **state)
     fg_buf_init(&out, 0);
     OK(&out, NULL, "create", "namespace", "gpu-apps");
     OK(&out, GPU_DEPLOYMENT("llm") "---\n" GPU_DEPLOYMENT("plain"), "apply", "-f", "-");
-    if (!eventually(whole_pod, "llm", 60))
+    if (!eventually(whole_pod, "gpu-apps/llm", 60))
         fail_msg("the Deployment made no whole-GPU pod before it was automated");
     OK(&out, NULL, "annotate", "deployment/llm", "-n", "gpu-apps", "fracgpu.io/automate=true");
-    if (!eventually(mutated_pod, "llm", 90)) {
+    if (!eventually(mutated_pod, "gpu-apps/llm", 90)) {
         fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,gpuworkloads", "-n", "gpu-apps", "-o", "wide", NULL);
         fail_msg("no mutated pod for the automated Deployment:\n%s", fg_buf_str(&out));
     }
     OK(&out, NULL, "get", "gpuworkloads", "-n", "gpu-apps");
     assert_non_null(strstr(fg_buf_str(&out), "deployment-llm"));
     assert_non_null(strstr(fg_buf_str(&out), "real-time"));
-    json_object *llm = current_pod("llm");
+    json_object *llm = current_pod("gpu-apps/llm");
     json_object *limits = fg_json_get(json_object_array_get_idx(fg_json_get(llm, "spec", "containers", NULL), 0),
                                       "resources", "limits", NULL);
     assert_null(fg_json_get(limits, "nvidia.com/gpu", NULL));
@@ -335,18 +343,119 @@ static void test_webhook(void **state)
     json_object_put(llm);
     char jsonpath[256];
     snprintf(jsonpath, sizeof jsonpath, "jsonpath={.spec.schedulerName} {.metadata.annotations.fracgpu\\.io/compute-milli}");
-    json_object *p = current_pod("llm");
+    json_object *p = current_pod("gpu-apps/llm");
     OK(&out, NULL, "get", "pod", fg_json_get_str(p, "metadata", "name", NULL), "-n", "gpu-apps", "-o", jsonpath);
     json_object_put(p);
     assert_string_equal(fg_buf_str(&out), "fracgpu-scheduler 1000");
-    assert_true(whole_pod("plain"));
+    assert_true(whole_pod("gpu-apps/plain"));
 
     /* opting out rolls the workload back to whole GPUs */
     OK(&out, NULL, "annotate", "deployment/llm", "-n", "gpu-apps", "fracgpu.io/automate-");
-    if (!eventually(whole_pod, "llm", 90))
+    if (!eventually(whole_pod, "gpu-apps/llm", 90))
         fail_msg("removing the annotation did not bring a whole-GPU pod back");
     OK(&out, NULL, "get", "gpuworkloads", "-n", "gpu-apps", "deployment-llm");
     OK(&out, NULL, "delete", "namespace", "gpu-apps", "--wait=false");
+    fg_buf_cleanup(&out);
+}
+
+static bool no_operator_pods(void *ud)
+{
+    (void)ud;
+    json_object *l = list(&fg_kube_pods, "fracgpu-system", "app.kubernetes.io/component=operator");
+    bool none = fg_json_array_len(fg_json_get(l, "items", NULL)) == 0;
+    json_object_put(l);
+    return none;
+}
+
+/* `kubectl get gpuworkload NAME -n gpu-team -o jsonpath=PATH` prints want. */
+static bool gpuworkload_says(const char *name, const char *path, const char *want)
+{
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    char jsonpath[128];
+    snprintf(jsonpath, sizeof jsonpath, "jsonpath=%s", path);
+    int rc = fg_kubectl_run(&e.sim.k, &out, NULL, "get", "gpuworkload", name, "-n", "gpu-team", "-o", jsonpath, NULL);
+    bool ok = rc == 0 && !strcmp(fg_buf_str(&out), want);
+    fg_buf_cleanup(&out);
+    return ok;
+}
+
+struct says {
+    const char *name, *path, *want;
+};
+
+static bool says(void *ud)
+{
+    struct says *s = ud;
+    return gpuworkload_says(s->name, s->path, s->want);
+}
+
+#define EXPECT_SAYS(gw, path, want)                                                                           \
+    do {                                                                                                      \
+        struct says s_ = { gw, path, want };                                                                  \
+        if (!eventually(says, &s_, 60))                                                                       \
+            fail_msg("gpuworkload %s: %s is not %s", gw, path, want);                                         \
+    } while (0)
+
+/* A namespace label automates its GPU workloads and "false" opts one out; anti-affinity and two GPUs
+ * stay whole with their reasons in the GPUWorkload's status; a workload's own fraction reaches its
+ * pod. With every operator replica stopped, a pod is still created — unmutated, with its whole GPU —
+ * and once the operator is back the workload is rolled to a mutated pod. */
+static void test_opt_in_scenarios(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    OK(&out, NULL, "create", "namespace", "gpu-team");
+    OK(&out, NULL, "label", "namespace", "gpu-team", "fracgpu.io/automate=true");
+    OK(&out,
+       GPU_WORKLOAD("gpu-team", "serve", "1", "1", "", "") "---\n"
+       GPU_WORKLOAD("gpu-team", "keep", "1", "1", "  annotations: {fracgpu.io/automate: \"false\"}\n", "") "---\n"
+       GPU_WORKLOAD("gpu-team", "frac", "1", "1",
+                    "  annotations: {fracgpu.io/gpu-compute: \"300\", fracgpu.io/gpu-memory: 10Gi}\n", "") "---\n"
+       GPU_WORKLOAD("gpu-team", "anti", "0", "1", "",
+                    "      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
+                    "            - topologyKey: kubernetes.io/hostname\n"
+                    "              labelSelector: {matchLabels: {app: anti}}\n") "---\n"
+       GPU_WORKLOAD("gpu-team", "two", "0", "2", "", ""),
+       "apply", "-f", "-");
+    if (!eventually(mutated_pod, "gpu-team/serve", 90) || !eventually(mutated_pod, "gpu-team/frac", 90)) {
+        fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,rs,gpuworkloads", "-n", "gpu-team", "-o", "wide", NULL);
+        fail_msg("the namespace's workloads were not automated:\n%s", fg_buf_str(&out));
+    }
+    json_object *frac = current_pod("gpu-team/frac");
+    assert_string_equal(fg_json_get_str(frac, "metadata", "annotations", "fracgpu.io/compute-milli", NULL), "300");
+    assert_string_equal(fg_json_get_str(frac, "metadata", "annotations", "fracgpu.io/memory-mib", NULL), "10240");
+    json_object_put(frac);
+    EXPECT_SAYS("deployment-frac", "{.status.allocation.compute} {.status.allocation.memory}", "300m 10Gi");
+    assert_true(eventually(whole_pod, "gpu-team/keep", 30));
+    EXPECT_SAYS("deployment-anti", "{.status.eligibility.reason}", "podAntiAffinity");
+    EXPECT_SAYS("deployment-two", "{.status.eligibility.reason}", "multipleGPUs");
+    OK(&out, NULL, "get", "gpuworkload", "deployment-keep", "-n", "gpu-team", "--ignore-not-found");
+    assert_string_equal(fg_buf_str(&out), "");
+
+    /* every replica stopped: pods are still created, whole; back, the operator rolls them */
+    /* (kubectl scale needs deployments/scale, which the test API server does not serve yet) */
+    OK(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", "fracgpu-system", "-p", "{\"spec\":{\"replicas\":0}}");
+    if (!eventually(no_operator_pods, NULL, 60))
+        fail_msg("the operator's pods did not go");
+    OK(&out, NULL, "rollout", "restart", "deployment/serve", "-n", "gpu-team");
+    if (!eventually(whole_pod, "gpu-team/serve", 60))
+        fail_msg("no pod was created while the webhook did not answer");
+    OK(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", "fracgpu-system", "-p", "{\"spec\":{\"replicas\":2}}");
+    OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", "fracgpu-system", "--timeout=120s");
+    if (!eventually(mutated_pod, "gpu-team/serve", 120)) {
+        fg_kubectl_run(&e.sim.k, &out, NULL, "get", "gpuworkload/deployment-serve", "-n", "gpu-team", "-o",
+                       "jsonpath={.status.pods} {.status.unmutatedPods} {.status.lastAction}", NULL);
+        fprintf(stderr, "serve status: %s\n", fg_buf_str(&out));
+        fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods", "-n", "gpu-team", "-l", "app=serve", "-o",
+                       "jsonpath={range .items[*]}{.metadata.name} {.metadata.labels} {.spec.schedulerName} "
+                       "{.metadata.ownerReferences[0].name}{\"\\n\"}{end}",
+                       NULL);
+        fail_msg("the operator did not roll the pods created while it was away:\n%s", fg_buf_str(&out));
+    }
+    EXPECT_SAYS("deployment-serve", "{.status.lastAction}", "RolledUnmutatedPods");
+    OK(&out, NULL, "delete", "namespace", "gpu-team", "--wait=false");
     fg_buf_cleanup(&out);
 }
 
@@ -664,6 +773,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_install),
         cmocka_unit_test(test_webhook),
+        cmocka_unit_test(test_opt_in_scenarios),
         cmocka_unit_test(test_create),
         cmocka_unit_test(test_admission_and_init),
         cmocka_unit_test(test_rollout_restart),
