@@ -32,7 +32,10 @@ enum {
     OPT_WEBHOOK_CA_LIFETIME,
     OPT_WEBHOOK_CERT_LIFETIME,
     OPT_WEBHOOK_SWITCH_DELAY,
+    OPT_WORKLOAD_KIND,
 };
+
+#define MAX_KINDS 32
 
 static void usage(FILE *out)
 {
@@ -48,7 +51,12 @@ static void usage(FILE *out)
                  "  --webhook-config NAME   the MutatingWebhookConfiguration whose caBundle it keeps (default fracgpu)\n"
                  "  --webhook-service NAME  the Service kube-apiserver reaches it by (default fracgpu-webhook)\n"
                  "  --webhook-ca-lifetime D, --webhook-cert-lifetime D, --webhook-switch-delay D\n"
-                 "                          certificate lifetimes and the CA switch delay (default 43800h, 2160h, 5m)\n");
+                 "                          certificate lifetimes and the CA switch delay (default 43800h, 2160h, 5m)\n"
+                 "  --workload-kind GROUP/VERSION/KIND/PLURAL[=CLASS]\n"
+                 "                          a custom workload kind to automate besides Deployments, StatefulSets,\n"
+                 "                          Jobs and CronJobs (repeatable; CLASS fixes its class, e.g.\n"
+                 "                          kubeflow.org/v1/PyTorchJob/pytorchjobs=training); the operator's role\n"
+                 "                          must be allowed to get, list, watch and patch it\n");
 }
 
 struct args {
@@ -56,6 +64,9 @@ struct args {
     const char *probe;
     bool webhook;
     struct fg_webhook_opts hook;
+    struct fg_workload_kind kinds[MAX_KINDS];   /* the built-in ones, then those of --workload-kind */
+    size_t n_kinds;
+    struct fg_workload_kinds table;
 };
 
 static enum fg_err duration(const char *flag, const char *arg, int64_t *ms, char *errmsg)
@@ -103,8 +114,49 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
         return duration("--webhook-cert-lifetime", arg, &a->hook.serving_lifetime_ms, errmsg);
     case OPT_WEBHOOK_SWITCH_DELAY:
         return duration("--webhook-switch-delay", arg, &a->hook.switch_delay_ms, errmsg);
+    case OPT_WORKLOAD_KIND: {
+        struct fg_workload_kind k;
+        if (a->n_kinds == MAX_KINDS)
+            return fg_errmsg(errmsg, FG_E_INVAL, "--workload-kind: at most %d kinds in all", MAX_KINDS);
+        if (fg_workload_kind_parse(arg, &k, errmsg) != FG_OK)
+            return FG_E_INVAL;
+        for (size_t i = 0; i < a->n_kinds; i++) {
+            if (!strcmp(k.resource.group, a->kinds[i].resource.group) && !strcmp(k.resource.kind, a->kinds[i].resource.kind)) {
+                fg_workload_kind_cleanup(&k);
+                return fg_errmsg(errmsg, FG_E_INVAL, "--workload-kind %s: given twice", arg);
+            }
+        }
+        a->kinds[a->n_kinds++] = k;
+        return FG_OK;
+    }
     }
     return fg_errmsg(errmsg, FG_E_INVAL, "unknown option");
+}
+
+/* Builds the manager with everything the operator runs, and runs it. */
+static int run(struct args *a, const struct fg_manager_opts *opts)
+{
+    char errmsg[FG_ERRMSG_MAX] = "";
+    struct fg_manager *m;
+    if (fg_manager_new(opts, &m, errmsg) != FG_OK) {
+        fg_log(FG_LOG_ERROR, "operator", "cannot start: %s", errmsg);
+        return 1;
+    }
+    enum fg_err err = fg_policy_reconciler_setup(m, a->workers, errmsg);
+    if (!err)
+        err = fg_workload_reconciler_setup(m, &a->table, a->workers, errmsg);
+    if (!err && a->webhook)
+        err = fg_webhook_setup(m, &a->hook, errmsg);
+    if (!err && a->probe)
+        err = fg_leader_probe_setup(m, a->probe, errmsg);
+    if (err) {
+        fg_log(FG_LOG_ERROR, "operator", "cannot set up: %s", errmsg);
+        fg_manager_free(m);
+        return 1;
+    }
+    int status = fg_manager_run(m);
+    fg_manager_free(m);
+    return status;
 }
 
 int fg_cmd_operator(int argc, char **argv)
@@ -120,38 +172,25 @@ int fg_cmd_operator(int argc, char **argv)
         { "webhook-ca-lifetime", required_argument, NULL, OPT_WEBHOOK_CA_LIFETIME },
         { "webhook-cert-lifetime", required_argument, NULL, OPT_WEBHOOK_CERT_LIFETIME },
         { "webhook-switch-delay", required_argument, NULL, OPT_WEBHOOK_SWITCH_DELAY },
+        { "workload-kind", required_argument, NULL, OPT_WORKLOAD_KIND },
         { NULL, 0, NULL, 0 },
     };
     const char *pod_ns = getenv("POD_NAMESPACE");
     struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT };
     a.hook.ns = pod_ns && *pod_ns ? pod_ns : "fracgpu-system";
+    size_t builtins = fg_workload_builtin_kinds.n;
+    memcpy(a.kinds, fg_workload_builtin_kinds.v, builtins * sizeof(*a.kinds));
+    a.n_kinds = builtins;
     const struct fg_role_cli cli = { "operator", options, true, usage, option, &a };
     struct fg_manager_opts opts = FG_MANAGER_OPTS_DEFAULT;
     opts.component = "operator";
     opts.listen = DEFAULT_LISTEN;
     int status = fg_manager_flags_parse(&cli, &opts, argc, argv);
-    if (status)
-        return status < 0 ? 0 : status;
-
-    char errmsg[FG_ERRMSG_MAX] = "";
-    struct fg_manager *m;
-    if (fg_manager_new(&opts, &m, errmsg) != FG_OK) {
-        fg_log(FG_LOG_ERROR, "operator", "cannot start: %s", errmsg);
-        return 1;
-    }
-    enum fg_err err = fg_policy_reconciler_setup(m, a.workers, errmsg);
-    if (!err)
-        err = fg_workload_reconciler_setup(m, &fg_workload_builtin_kinds, a.workers, errmsg);
-    if (!err && a.webhook)
-        err = fg_webhook_setup(m, &a.hook, errmsg);
-    if (!err && a.probe)
-        err = fg_leader_probe_setup(m, a.probe, errmsg);
-    if (err) {
-        fg_log(FG_LOG_ERROR, "operator", "cannot set up: %s", errmsg);
-        fg_manager_free(m);
-        return 1;
-    }
-    status = fg_manager_run(m);
-    fg_manager_free(m);
-    return status;
+    a.table = (struct fg_workload_kinds){ a.kinds, a.n_kinds };
+    a.hook.kinds = &a.table;
+    if (!status)
+        status = run(&a, &opts);
+    for (size_t i = builtins; i < a.n_kinds; i++)
+        fg_workload_kind_cleanup(&a.kinds[i]);
+    return status < 0 ? 0 : status;
 }

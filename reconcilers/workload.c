@@ -4,9 +4,12 @@
 #include <ctype.h>
 #include <openssl/sha.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
+#include "base/mem.h"
+#include "crds/gpuworkload.h"
 #include "reconcilers/mutation.h"
 #include "reconcilers/podcontract.h"
 
@@ -18,7 +21,8 @@ static const struct fg_workload_kind builtin[] = {
 };
 const struct fg_workload_kinds fg_workload_builtin_kinds = { builtin, sizeof(builtin) / sizeof(*builtin) };
 
-#define MAX_CHAIN 8 /* owner hops followed: pod → ReplicaSet → Deployment needs 2 */
+#define MAX_CHAIN 8
+#define KIND_SPEC_USAGE "GROUP/VERSION/KIND/PLURAL[=CLASS], such as kubeflow.org/v1/PyTorchJob/pytorchjobs=training" /* owner hops followed: pod → ReplicaSet → Deployment needs 2 */
 
 /* The group of an apiVersion ("apps/v1" → "apps", "v1" → ""), into out. */
 static void group_of(const char *api_version, char *out, size_t size)
@@ -41,6 +45,54 @@ const struct fg_workload_kind *fg_workload_kind_of(const struct fg_workload_kind
     char group[256];
     group_of(fg_json_get_str(obj, "apiVersion", NULL), group, sizeof(group));
     return find_kind(kinds, group, fg_json_get_str(obj, "kind", NULL));
+}
+
+static bool all_of(const char *s, const char *allowed)
+{
+    return *s && strspn(s, allowed) == strlen(s);
+}
+
+enum fg_err fg_workload_kind_parse(const char *spec, struct fg_workload_kind *out, char *errmsg)
+{
+    static const char lower[] = "abcdefghijklmnopqrstuvwxyz0123456789-.";
+    char buf[512], *parts[5], *cls = NULL, *save = NULL;
+    memset(out, 0, sizeof(*out));
+    if (!spec || strlen(spec) >= sizeof(buf))
+        return fg_errmsg(errmsg, FG_E_INVAL, "workload kind \"%s\": want " KIND_SPEC_USAGE, spec ? spec : "");
+    snprintf(buf, sizeof(buf), "%s", spec);
+    char *eq = strchr(buf, '=');
+    if (eq) {
+        *eq = '\0';
+        cls = eq + 1;
+    }
+    size_t n = 0;
+    for (char *t = strtok_r(buf, "/", &save); t && n < 5; t = strtok_r(NULL, "/", &save))
+        parts[n++] = t;
+    bool empty_part = strstr(spec, "//") || spec[0] == '/';
+    bool shape = n == 4 && !empty_part && all_of(parts[0], lower) && strchr(parts[0], '.') &&
+                 all_of(parts[1], lower) && parts[2][0] >= 'A' && parts[2][0] <= 'Z' &&
+                 all_of(parts[2], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") &&
+                 all_of(parts[3], lower);
+    enum fg_workload_class c = FG_CLASS_INFERENCE;
+    if (n == 4 && find_kind(&fg_workload_builtin_kinds, parts[0], parts[2]))
+        return fg_errmsg(errmsg, FG_E_INVAL, "workload kind \"%s\" is built in", spec);
+    if (!shape || (cls && !fg_workload_class_parse(cls, &c)))
+        return fg_errmsg(errmsg, FG_E_INVAL, "workload kind \"%s\": want " KIND_SPEC_USAGE
+                                             " (CLASS one of inference, training, batch, build)", spec);
+    out->resource = (struct fg_kube_resource){ fg_strdup(parts[0]), fg_strdup(parts[1]), fg_strdup(parts[3]),
+                                               fg_strdup(parts[2]), true };
+    out->fixed_class = cls != NULL;
+    out->workload_class = c;
+    return FG_OK;
+}
+
+void fg_workload_kind_cleanup(struct fg_workload_kind *k)
+{
+    free((char *)k->resource.group);
+    free((char *)k->resource.version);
+    free((char *)k->resource.plural);
+    free((char *)k->resource.kind);
+    memset(k, 0, sizeof(*k));
 }
 
 /* The controller ownerReference of obj, or NULL. */

@@ -46,6 +46,13 @@ struct fg_workload_kinds {
     size_t n;
 };
 
+/* A custom kind from the operator's command line: "GROUP/VERSION/KIND/PLURAL", optionally "=CLASS"
+ * (inference, training, batch, build) to fix its class ("kubeflow.org/v1/PyTorchJob/pytorchjobs=training").
+ * Its strings are allocated: fg_workload_kind_cleanup frees them. FG_E_INVAL with errmsg saying what is
+ * wrong; nothing to clean up then. */
+enum fg_err fg_workload_kind_parse(const char *spec, struct fg_workload_kind *out, char *errmsg) FG_MUST_USE;
+void fg_workload_kind_cleanup(struct fg_workload_kind *k);
+
 /* The four built-in workload kinds, for a table that has no custom ones. */
 extern const struct fg_workload_kinds fg_workload_builtin_kinds;
 

@@ -106,6 +106,7 @@ static void test_help(void **state)
     EXPECT(0, "node-agent", "help");
     EXPECT(0, "usage: fracgpu operator", "operator", "--help");
     EXPECT(0, "--leader-elect-lease-duration", "operator", "-h");
+    EXPECT(0, "--workload-kind GROUP/VERSION/KIND/PLURAL[=CLASS]", "operator", "--help");
     EXPECT(0, "usage: fracgpu node-agent", "node-agent", "--help");
     EXPECT(0, "usage: fracgpu replay", "replay", "--help");
     EXPECT(0, "usage: fracgpu version", "version", "--help");
@@ -123,6 +124,12 @@ static void test_operator_usage(void **state)
     EXPECT(2, "--workers wants 1 to 64", "operator", "--workers", "9x");
     EXPECT(2, "--workers wants 1 to 64", "operator", "--workers", "4294967297");
     EXPECT(2, "--log-level", "operator", "--log-level", "loud");
+    EXPECT(2, "workload kind \"PyTorchJob\": want GROUP/VERSION/KIND/PLURAL", "operator", "--workload-kind", "PyTorchJob");
+    EXPECT(2, "is built in", "operator", "--workload-kind", "apps/v1/Deployment/deployments");
+    EXPECT(2, "given twice", "operator", "--workload-kind", "kubeflow.org/v1/PyTorchJob/pytorchjobs", "--workload-kind",
+           "kubeflow.org/v1/PyTorchJob/pytorchjobs=training");
+    EXPECT(2, "--webhook-cert-lifetime wants a positive duration", "operator", "--webhook-cert-lifetime", "soon");
+    EXPECT(2, "--webhook-ca-lifetime wants a positive duration", "operator", "--webhook-ca-lifetime", "0s");
     EXPECT(2, "usage:", "operator", "--bogus");
     EXPECT(2, "unexpected argument", "operator", "extra");
     EXPECT(2, "--leader-elect wants true or false", "operator", "--leader-elect=maybe");

@@ -247,6 +247,36 @@ static void templates(void **state)
     json_object_put(none);
 }
 
+static void kind_specs(void **state)
+{
+    (void)state;
+    struct fg_workload_kind k;
+    char msg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_workload_kind_parse("kubeflow.org/v1/PyTorchJob/pytorchjobs=training", &k, msg), FG_OK);
+    assert_string_equal(k.resource.group, "kubeflow.org");
+    assert_string_equal(k.resource.version, "v1");
+    assert_string_equal(k.resource.kind, "PyTorchJob");
+    assert_string_equal(k.resource.plural, "pytorchjobs");
+    assert_true(k.resource.namespaced);
+    assert_true(k.fixed_class);
+    assert_int_equal(k.workload_class, FG_CLASS_TRAINING);
+    fg_workload_kind_cleanup(&k);
+    assert_int_equal(fg_workload_kind_parse("kubeflow.org/v1/Notebook/notebooks", &k, msg), FG_OK);
+    assert_false(k.fixed_class);
+    fg_workload_kind_cleanup(&k);
+    const char *bad[] = { "", "PyTorchJob", "kubeflow.org/v1/PyTorchJob", "kubeflow.org/v1/PyTorchJob/pytorchjobs/x",
+                          "kubeflow/v1/PyTorchJob/pytorchjobs", "kubeflow.org/v1/pyTorchJob/pytorchjobs",
+                          "kubeflow.org/v1/PyTorchJob/PyTorchJobs", "kubeflow.org/v1/PyTorchJob/pytorchjobs=train",
+                          "kubeflow.org//PyTorchJob/pytorchjobs", "apps/v1/Deployment/deployments" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        msg[0] = '\0';
+        if (fg_workload_kind_parse(bad[i], &k, msg) != FG_E_INVAL)
+            fail_msg("\"%s\" was accepted", bad[i]);
+        assert_non_null(strstr(msg, "workload kind \""));
+        assert_null(k.resource.group);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +285,7 @@ int main(void)
         cmocka_unit_test(names),
         cmocka_unit_test(classes),
         cmocka_unit_test(templates),
+        cmocka_unit_test(kind_specs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
