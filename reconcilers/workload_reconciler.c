@@ -29,6 +29,7 @@
 #define NS_INDEX "namespace"
 #define ROLL_INTERVAL_MS (15 * 1000ll)
 #define LABELLED_WHY "its new pods pass the webhook and get a fraction of a GPU"
+#define REMOVED_WHY "automation removed: its pods roll back to whole GPUs"
 
 struct workload_reconciler;
 
@@ -47,21 +48,11 @@ struct workload_reconciler {
     struct fg_counter *created, *labelled, *unlabelled, *rolled, *status_writes;
 };
 
-static json_object *cached(struct fg_store *s, const char *key)
-{
-    struct fg_kobj *o = fg_store_get(s, key);
-    json_object *obj = NULL;
-    if (o && fg_kobj_parse(o, &obj, NULL) != FG_OK)
-        obj = NULL;
-    fg_kobj_unref(o);
-    return obj;
-}
-
 static json_object *cached_in(struct fg_store *s, const char *ns, const char *name)
 {
     char key[600];
     snprintf(key, sizeof(key), "%s/%s", ns, name);
-    return cached(s, key);
+    return fg_store_get_json(s, key);
 }
 
 static void emit(struct workload_reconciler *r, json_object *workload, const char *type, const char *reason,
@@ -180,7 +171,7 @@ static const char *resolve_policy(struct workload_reconciler *r, const struct fg
     if (!policy || !*policy)
         policy = fg_builtin_policy_for_class(fg_workload_detect_class(kind, workload));
     struct fg_gpupolicy_spec spec;
-    *held = cached(r->policies, policy);
+    *held = fg_store_get_json(r->policies, policy);
     const struct fg_builtin_policy *b = fg_builtin_policy_find(policy);
     *found = *held ? fg_gpupolicy_decode(fg_json_get(*held, "spec", NULL), &spec, NULL) == FG_OK : b != NULL;
     if (!*held && b)
@@ -206,7 +197,11 @@ static enum fg_err write_status(struct workload_reconciler *r, const struct fg_w
     json_object *st = fg_workload_status_build(&v, now);
     enum fg_err err = FG_OK;
     if (!json_object_equal(st, fg_json_get(gw, "status", NULL))) {
+        /* the cached resourceVersion as a precondition: a status computed from a cache behind our own
+         * last write (its lastAction) must not overwrite it */
         json_object *patch = json_object_new_object();
+        fg_json_set_str(fg_json_ensure_obj(patch, "metadata"), "resourceVersion",
+                        fg_json_get_str(gw, "metadata", "resourceVersion", NULL));
         json_object_object_add(patch, "status", json_object_get(st));
         char *path = fg_kube_path(&fg_crd_gpuworkloads, fg_json_get_str(gw, "metadata", "namespace", NULL),
                                   fg_json_get_str(gw, "metadata", "name", NULL), "status", NULL);
@@ -307,13 +302,13 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     struct workload_reconciler *r = ud;
     unsigned index;
     char ns[254], name[254];
-    if (sscanf(key, "%u/%253[^/]/%253s", &index, ns, name) != 3 || index >= r->kinds->n)
+    if (sscanf(key, "%253[^/]/%253[^:]:%u", ns, name, &index) != 3 || index >= r->kinds->n)
         return fg_reconcile_ok(); /* not a key of ours: nothing to do */
     const struct fg_workload_kind *kind = &r->kinds->v[index];
     json_object *workload = cached_in(r->owners[index], ns, name);
     if (!workload)
         return fg_reconcile_ok(); /* gone: its GPUWorkload goes with it (owner reference) */
-    json_object *nsobj = cached(r->namespaces, ns);
+    json_object *nsobj = fg_store_get_json(r->namespaces, ns);
     char gw_name[FG_WORKLOAD_NAME_MAX + 1];
     fg_workload_name(r->kinds, kind, name, gw_name);
     json_object *gw = cached_in(r->gpuworkloads, ns, gw_name);
@@ -331,7 +326,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     }
     if (!err && (err = label_templates(r, kind, workload, automated, &labelled)) == FG_OK && labelled) {
         action = automated ? "LabelledTemplate" : "RemovedTemplateLabel";
-        why = automated ? LABELLED_WHY : "automation removed: its pods roll back to whole GPUs";
+        why = automated ? LABELLED_WHY : REMOVED_WHY;
         fg_counter_add(automated ? r->labelled : r->unlabelled, 1);
         emit(r, workload, "Normal", automated ? "TemplateLabelled" : "AutomationRemoved", why);
     }
@@ -348,16 +343,26 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         fg_counter_add(r->rolled, 1);
         emit(r, workload, "Normal", "RolledUnmutatedPods", msg);
     }
-    if (!err && automated && !labelled && !rolled && gw && !fg_json_get(gw, "status", "lastAction", NULL)) {
-        /* labelled in the reconcile that created the GPUWorkload, before it had a status to say so */
-        action = "LabelledTemplate";
-        why = LABELLED_WHY;
+    if (!err && !action && gw) {
+        /* what the last write was follows from the state too: a reconcile that wrote the template but
+         * not the status (a GPUWorkload not cached yet, a conflict) must not lose it */
+        const char *cur = fg_json_get_str(gw, "status", "lastAction", NULL);
+        bool says_automated = cur && strcmp(cur, "RemovedTemplateLabel");
+        if (automated && !says_automated) {
+            action = "LabelledTemplate";
+            why = LABELLED_WHY;
+        } else if (!automated && says_automated) {
+            action = "RemovedTemplateLabel";
+            why = REMOVED_WHY;
+        }
     }
     if (!err && gw)
         err = write_status(r, kind, workload, gw, &pods, action, why);
     json_object_put(gw);
     json_object_put(nsobj);
     json_object_put(workload);
+    if (err == FG_E_KUBE_CONFLICT || err == FG_E_KUBE_ALREADY_EXISTS) /* the cache was behind: soon again */
+        return (struct fg_reconcile_result){ FG_OK, 200 * FG_NS_PER_MS };
     if (err != FG_OK)
         return fg_reconcile_error(err);
     /* a GPUWorkload just created gets its status once the cache has it; a roll held back is looked at again */
@@ -369,7 +374,7 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
 static void key_of(size_t index, const char *ns, const char *name, struct fg_keys *out)
 {
     char key[600];
-    snprintf(key, sizeof(key), "%zu/%s/%s", index, ns, name);
+    snprintf(key, sizeof(key), "%s/%s:%zu", ns, name, index);
     fg_keys_add(out, key);
 }
 

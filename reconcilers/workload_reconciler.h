@@ -1,7 +1,7 @@
 /*
  * workload_reconciler — opting workloads in and out, part 1; leader-only.
  *
- * Keys are "<kind index>/<namespace>/<name>" of the workloads of the kind table (workload.h). Given
+ * Keys are "<namespace>/<name>:<kind index>" of the workloads of the kind table (workload.h). Given
  * one, the reconciler reads the caches and converges:
  *   - automated (workload.h's rule) and its pods ask for nvidia.com/gpu →
  *       its GPUWorkload exists (named by workload.h's rule, targetRef the workload, an ownerReference

@@ -261,11 +261,7 @@ static enum fg_err report(struct fg_sim_kubelets *k, const char *key, struct fg_
 struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
 {
     struct fg_sim_kubelets *k = ud;
-    json_object *pod = NULL;
-    struct fg_kobj *o = fg_store_get(fg_informer_store(k->pods), key);
-    if (o && fg_kobj_parse(o, &pod, NULL) != FG_OK)
-        pod = NULL;
-    fg_kobj_unref(o);
+    json_object *pod = fg_store_get_json(fg_informer_store(k->pods), key);
     const char *node_name = fg_json_get_str(pod, "spec", "nodeName", NULL);
     uint64_t now = fg_clock_mono_ns(), next = 0;
     struct fg_reconcile_result res = fg_reconcile_ok();

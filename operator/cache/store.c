@@ -287,6 +287,16 @@ struct fg_kobj *fg_store_delete(struct fg_store *s, const char *key, uint64_t rv
     return removed;
 }
 
+json_object *fg_store_get_json(struct fg_store *s, const char *key)
+{
+    struct fg_kobj *o = fg_store_get(s, key);
+    json_object *obj = NULL;
+    if (o && fg_kobj_parse(o, &obj, NULL) != FG_OK)
+        obj = NULL; /* a cached object's text always parses: it was built from a parsed object */
+    fg_kobj_unref(o);
+    return obj;
+}
+
 struct fg_kobj *fg_store_get(struct fg_store *s, const char *key)
 {
     struct fg_kobj *obj = NULL;

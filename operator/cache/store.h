@@ -65,6 +65,8 @@ enum fg_store_result fg_store_upsert(struct fg_store *s, struct fg_kobj *obj, js
  * object (the caller's reference), or NULL when nothing was removed. */
 struct fg_kobj *fg_store_delete(struct fg_store *s, const char *key, uint64_t rv);
 
+/* A private parsed copy of the object under key (the caller puts it), or NULL when absent. */
+json_object *fg_store_get_json(struct fg_store *s, const char *key);
 /* A reference to the object under key, or NULL. */
 struct fg_kobj *fg_store_get(struct fg_store *s, const char *key);
 /* References to every object (out is overwritten; fg_kobj_list_cleanup releases it). */

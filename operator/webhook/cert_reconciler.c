@@ -45,17 +45,6 @@ void fg_cert_state_from_secret(json_object *secret, struct fg_cert_state *out)
     }
 }
 
-/* The object under key in s, parsed (caller puts), or NULL. */
-static json_object *cached(struct fg_store *s, const char *key)
-{
-    struct fg_kobj *o = fg_store_get(s, key);
-    json_object *obj = NULL;
-    if (o && fg_kobj_parse(o, &obj, NULL) != FG_OK)
-        obj = NULL;
-    fg_kobj_unref(o);
-    return obj;
-}
-
 /* The CAs every webhook of the configuration trusts, when they all trust the same; else NULL. */
 static char *trusted_bundle(json_object *config)
 {
@@ -152,7 +141,8 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
 {
     struct fg_cert_reconciler *r = ud;
     (void)key;
-    json_object *secret = cached(r->secrets, r->key), *config = cached(r->configs, r->o.config);
+    json_object *secret = fg_store_get_json(r->secrets, r->key);
+    json_object *config = fg_store_get_json(r->configs, r->o.config);
     struct fg_cert_state cur;
     fg_cert_state_from_secret(secret, &cur);
     char *bundle = trusted_bundle(config);
