@@ -11,6 +11,8 @@
  *   - a namespace label automates its GPU workloads, "false" opts one out, anti-affinity and two GPUs
  *     are reported not eligible, a workload's own fraction reaches its pod; with every operator replica
  *     stopped a pod is still created whole, and the operator back rolls it to a mutated one;
+ *   - with short certificate lifetimes, pods created all along the renewals and a staged CA rotation
+ *     are every one admitted mutated;
  *   - `kubectl create namespace|deployment|job|priorityclass` work; a Deployment of 3 runs 3 Ready
  *     pods and a Job completes;
  *   - a pod bound to a node it does not fit is refused by the node's kubelet (Failed, OutOfcpu, with
@@ -358,6 +360,16 @@ static void test_webhook(void **state)
     fg_buf_cleanup(&out);
 }
 
+static bool gpuworkload_rot_exists(void *ud)
+{
+    (void)ud;
+    json_object *o = NULL;
+    bool ok = fg_kube_get(e.sim.client, "/apis/fracgpu.io/v1alpha1/namespaces/gpu-rot/gpuworkloads/statefulset-rot", &o,
+                          NULL) == FG_OK;
+    json_object_put(o);
+    return ok;
+}
+
 static bool no_operator_pods(void *ud)
 {
     (void)ud;
@@ -456,6 +468,105 @@ static void test_opt_in_scenarios(void **state)
     }
     EXPECT_SAYS("deployment-serve", "{.status.lastAction}", "RolledUnmutatedPods");
     OK(&out, NULL, "delete", "namespace", "gpu-team", "--wait=false");
+    fg_buf_cleanup(&out);
+}
+
+/* The webhook configuration trusts exactly the CAs the Secret holds. */
+static bool bundle_in_step(void *ud)
+{
+    (void)ud;
+    struct fg_buf a, b;
+    fg_buf_init(&a, 0);
+    fg_buf_init(&b, 0);
+    bool ok = fg_kubectl_run(&e.sim.k, &a, NULL, "get", "secret", "fracgpu-webhook-tls", "-n", "fracgpu-system", "-o",
+                             "jsonpath={.data.ca\\.crt}", NULL) == 0 &&
+              fg_kubectl_run(&e.sim.k, &b, NULL, "get", "mutatingwebhookconfiguration", "fracgpu", "-o",
+                             "jsonpath={.webhooks[0].clientConfig.caBundle}", NULL) == 0 &&
+              a.len > 100 && !strcmp(fg_buf_str(&a), fg_buf_str(&b));
+    fg_buf_cleanup(&a);
+    fg_buf_cleanup(&b);
+    return ok;
+}
+
+static int events_with_reason(const char *reason)
+{
+    json_object *l = list(&fg_kube_events, "fracgpu-system", NULL), *items = fg_json_get(l, "items", NULL);
+    int n = 0;
+    for (size_t i = 0; i < fg_json_array_len(items); i++) {
+        const char *r = fg_json_get_str(json_object_array_get_idx(items, i), "reason", NULL);
+        n += r && !strcmp(r, reason);
+    }
+    json_object_put(l);
+    return n;
+}
+
+/* The operator run with short certificate lifetimes (a 24 s CA, 8 s serving certificates): while the
+ * serving certificate is renewed and the CA rotated in stages, pods keep being created, and every one
+ * of them is admitted mutated — none meets a certificate kube-apiserver does not trust. */
+static void test_certificate_rotation(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    OK(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", "fracgpu-system", "--type=json", "-p",
+       "[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--webhook-ca-lifetime=24s\"},"
+       "{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--webhook-cert-lifetime=8s\"},"
+       "{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--webhook-switch-delay=1s\"}]");
+    OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", "fracgpu-system", "--timeout=120s");
+    /* certificates are issued with the lifetimes in force: start over from an empty Secret */
+    OK(&out, NULL, "patch", "secret", "fracgpu-webhook-tls", "-n", "fracgpu-system", "--type=json", "-p",
+       "[{\"op\":\"remove\",\"path\":\"/data\"}]");
+    if (!eventually(bundle_in_step, NULL, 60))
+        fail_msg("the webhook configuration does not trust the new CA");
+    OK(&out, NULL, "create", "namespace", "gpu-rot");
+    OK(&out,
+       "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: rot\n  namespace: gpu-rot\n"
+       "  annotations: {fracgpu.io/automate: \"true\"}\nspec:\n  replicas: 0\n  serviceName: rot\n"
+       "  selector:\n    matchLabels: {app: rot}\n  template:\n    metadata:\n      labels: {app: rot}\n"
+       "    spec:\n      containers:\n        - name: main\n          image: registry.example.com/vllm:1\n"
+       "          resources: {limits: {nvidia.com/gpu: \"1\"}}\n",
+       "apply", "-f", "-");
+    json_object *sts = NULL;
+    for (int i = 0; i < 100 && !sts; i++) {
+        if (fg_kube_get(e.sim.client, "/apis/apps/v1/namespaces/gpu-rot/statefulsets/rot", &sts, NULL) != FG_OK)
+            nanosleep(&(struct timespec){ 0, 100 * 1000 * 1000 }, NULL);
+    }
+    assert_non_null(sts);
+    char uid[64];
+    snprintf(uid, sizeof uid, "%s", fg_json_get_str(sts, "metadata", "uid", NULL));
+    json_object_put(sts);
+    if (!eventually(gpuworkload_rot_exists, NULL, 60))
+        fail_msg("the StatefulSet was not automated");
+    int created = 0;
+    uint64_t until = fg_clock_mono_ns() + 24 * FG_NS_PER_S;
+    for (int i = 0; fg_clock_mono_ns() < until; i++) {
+        char body[1024];
+        snprintf(body, sizeof body,
+                 "{\"metadata\":{\"name\":\"rot-load-%d\",\"labels\":{\"app\":\"rot\",\"fracgpu.io/automate\":"
+                 "\"true\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"StatefulSet\",\"name\":"
+                 "\"rot\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"containers\":[{\"name\":\"main\","
+                 "\"image\":\"x\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+                 i, uid);
+        json_object *pod = json_tokener_parse(body), *got = NULL;
+        struct fg_kube_status st = { 0 };
+        enum fg_err err = fg_kube_create(e.sim.client, "/api/v1/namespaces/gpu-rot/pods", pod, &got, &st);
+        const char *sched = fg_json_get_str(got, "spec", "schedulerName", NULL);
+        if (err != FG_OK || !sched || strcmp(sched, "fracgpu-scheduler"))
+            fail_msg("pod %d was not admitted mutated (%s): %s", i, fg_err_str(err),
+                     got ? json_object_to_json_string(got) : (st.message ? st.message : ""));
+        fg_kube_status_cleanup(&st);
+        json_object_put(got);
+        json_object_put(pod);
+        created++;
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    }
+    fprintf(stderr, "%d pods admitted mutated while the webhook's certificates turned over\n", created);
+    assert_true(created > 50);
+    assert_true(events_with_reason("RenewedServing") >= 1);
+    assert_true(events_with_reason("RotatingCA") >= 1);
+    assert_true(events_with_reason("SwitchedServing") >= 1);
+    assert_true(events_with_reason("RetiredCA") >= 1);
+    OK(&out, NULL, "delete", "namespace", "gpu-rot", "--wait=false");
     fg_buf_cleanup(&out);
 }
 
@@ -774,6 +885,7 @@ int main(void)
         cmocka_unit_test(test_install),
         cmocka_unit_test(test_webhook),
         cmocka_unit_test(test_opt_in_scenarios),
+        cmocka_unit_test(test_certificate_rotation),
         cmocka_unit_test(test_create),
         cmocka_unit_test(test_admission_and_init),
         cmocka_unit_test(test_rollout_restart),
