@@ -13,7 +13,7 @@
 #include "reconcilers/podcontract.h"
 
 static const char *const outcome_names[FG_ADMIT_OUTCOMES] = {
-    "not-pod-create", "no-gpu", "not-automated", "whole", "mutated", "error",
+    "not-pod-create", "no-gpu", "not-automated", "whole", "mutated",
 };
 
 const char *fg_admit_outcome_name(enum fg_admit_outcome o)

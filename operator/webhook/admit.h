@@ -10,9 +10,10 @@
  * the workload's own fractions, the GPUWorkload's status.recommendation and the update mode
  * (GPUWorkload spec.updateMode over the policy's); mutation.h plans the patch.
  *
- * Every review is allowed — fracgpu never blocks a pod. What happened is the outcome, for the metrics
- * and the log: not a pod's CREATE, no GPU, not automated, left whole (with the reason), mutated, or an
- * internal error (the pod goes unchanged; the error is counted).
+ * Every review is allowed — fracgpu never blocks a pod, and nothing here can fail: a workload or policy
+ * the caches lack leaves the pod unchanged, with the reason. What happened is the outcome, for the
+ * metrics and the log: not a pod's CREATE, no GPU, not automated, left whole (with the reason), or
+ * mutated.
  */
 #ifndef FG_WEBHOOK_ADMIT_H
 #define FG_WEBHOOK_ADMIT_H
@@ -45,7 +46,6 @@ enum fg_admit_outcome {
     FG_ADMIT_NOT_AUTOMATED,
     FG_ADMIT_WHOLE,
     FG_ADMIT_MUTATED,
-    FG_ADMIT_ERROR,
     FG_ADMIT_OUTCOMES
 };
 
@@ -56,7 +56,7 @@ struct fg_admit_result {
     enum fg_admit_outcome outcome;
     char *response;                 /* the AdmissionReview to send back, owned */
     const char *reason;             /* WHOLE: eligibility's reason, or "policyNotFound" (static) */
-    char detail[FG_ERRMSG_MAX];     /* WHOLE / ERROR: what happened, for the log */
+    char detail[FG_ERRMSG_MAX];     /* WHOLE: what happened, for the log */
 };
 
 /* Answers review r (its request parsed and accepted). */

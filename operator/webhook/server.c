@@ -103,10 +103,8 @@ static void on_review(struct evhttp_request *req, void *arg)
     struct fg_admit_result res;
     fg_admit(&r, s->sources, &res);
     fg_counter_add(s->outcomes[res.outcome], 1);
-    if (res.outcome == FG_ADMIT_ERROR || res.outcome == FG_ADMIT_WHOLE)
-        fg_log(res.outcome == FG_ADMIT_ERROR ? FG_LOG_ERROR : FG_LOG_INFO, COMPONENT, "pod in %s %s: %s%s%s",
-               r.ns, fg_admit_outcome_name(res.outcome), res.reason ? res.reason : "", res.reason ? ": " : "",
-               res.detail);
+    if (res.outcome == FG_ADMIT_WHOLE)
+        fg_log(FG_LOG_INFO, COMPONENT, "pod in %s left whole: %s: %s", r.ns, res.reason, res.detail);
     send_text(req, 200, "OK", "application/json", res.response);
     fg_histogram_observe(s->latency, (double)(fg_clock_mono_ns() - start) / 1e9);
     fg_admit_result_cleanup(&res);

@@ -336,6 +336,9 @@ static void test_webhook(void **state)
     OK(&out, NULL, "get", "gpuworkloads", "-n", "gpu-apps");
     assert_non_null(strstr(fg_buf_str(&out), "deployment-llm"));
     assert_non_null(strstr(fg_buf_str(&out), "real-time"));
+    OK(&out, NULL, "get", "gpuworkload", "deployment-llm", "-n", "gpu-apps", "-o",
+       "jsonpath={.status.detectedClass} {.status.policy} {.status.eligibility.eligible}");
+    assert_string_equal(fg_buf_str(&out), "inference real-time true");
     json_object *llm = current_pod("gpu-apps/llm");
     json_object *limits = fg_json_get(json_object_array_get_idx(fg_json_get(llm, "spec", "containers", NULL), 0),
                                       "resources", "limits", NULL);
