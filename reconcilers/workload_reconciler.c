@@ -160,6 +160,19 @@ static enum fg_err label_templates(struct workload_reconciler *r, const struct f
     return err;
 }
 
+/* Whether every pod template of workload carries the template label. */
+static bool templates_labelled(json_object *workload)
+{
+    struct fg_pod_template t[8];
+    size_t n = fg_workload_templates(workload, t, 8);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        const char *v = fg_json_get_str(t[i].obj, "metadata", "labels", FG_KEY_AUTOMATE, NULL);
+        if (!v || strcmp(v, "true"))
+            return false;
+    }
+    return n > 0;
+}
+
 /* The policy in force for workload (admit.c's order) and what the status needs of it. */
 static const char *resolve_policy(struct workload_reconciler *r, const struct fg_workload_kind *kind,
                                   json_object *workload, json_object *gw, bool *found, enum fg_update_mode *mode,
@@ -324,7 +337,11 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
             emit(r, workload, "Normal", "Automated", msg);
         }
     }
-    if (!err && (err = label_templates(r, kind, workload, automated, &labelled)) == FG_OK && labelled) {
+    /* a Job's pod template cannot change once it exists: its pods pass the webhook only if it was
+     * created with the label (as a CronJob's Jobs are, once the CronJob is labelled) */
+    bool immutable = !strcmp(kind->resource.group, "batch") && !strcmp(kind->resource.kind, "Job");
+    if (!err && !immutable && (err = label_templates(r, kind, workload, automated, &labelled)) == FG_OK &&
+        labelled) {
         action = automated ? "LabelledTemplate" : "RemovedTemplateLabel";
         why = automated ? LABELLED_WHY : REMOVED_WHY;
         fg_counter_add(automated ? r->labelled : r->unlabelled, 1);
@@ -342,6 +359,11 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         why = msg;
         fg_counter_add(r->rolled, 1);
         emit(r, workload, "Normal", "RolledUnmutatedPods", msg);
+    }
+    if (!err && immutable && automated && !templates_labelled(workload)) {
+        action = "TemplateImmutable";
+        why = "a Job's pod template cannot change: create the Job with the label fracgpu.io/automate: \"true\" in "
+              "its template, or automate its CronJob";
     }
     if (!err && !action && gw) {
         /* what the last write was follows from the state too: a reconcile that wrote the template but

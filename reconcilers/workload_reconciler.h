@@ -9,7 +9,8 @@
  *       "Automated";
  *       every pod template carries the label fracgpu.io/automate: "true" — which rolls it, so its new
  *       pods pass the webhook — added with a JSON Patch that tests the cached resourceVersion, and
- *       Event "TemplateLabelled";
+ *       Event "TemplateLabelled"; a Job's template cannot change, so a Job created without the label
+ *       says so in its status (lastAction "TemplateImmutable") — its CronJob, if it has one, is labelled;
  *   - not automated, yet its templates carry the label → the label is removed (its pods roll back to
  *     whole GPUs), Event "AutomationRemoved"; the GPUWorkload stays, with its history;
  *   - automated, labelled, and some of its pods missed the webhook (workload_pods.h: created while no

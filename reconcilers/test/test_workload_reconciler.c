@@ -191,6 +191,10 @@ static void reasons_fractions_and_policies(void **state)
     assert_true(not_found);
     expect_status("ml", "job-llama-finetune", CLASS, "training");
     expect_status("ml", "job-llama-finetune", POLICY, "training");
+    /* a Job's template cannot change: it is left as it is, and the status says why */
+    expect_status("ml", "job-llama-finetune", ACTION, "TemplateImmutable");
+    static const char *const job_label[] = { "spec", "template", "metadata", "labels", "fracgpu.io/automate", NULL };
+    expect("/apis/batch/v1/namespaces/ml/jobs/llama-finetune", job_label, NULL);
     static const char *const exists[] = { "metadata", "name", NULL };
     expect("/apis/fracgpu.io/v1alpha1/gpupolicies/training", exists, "training");
 }
