@@ -1,12 +1,14 @@
 /* admit — type-specific admission between decoding and storing; see admit.h. */
 #include "e2e/apiserver/admit.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/json.h"
 #include "e2e/apiserver/cow.h"
 #include "e2e/apiserver/defaults.h"
 #include "e2e/apiserver/patch.h"
+#include "e2e/apiserver/store_int.h"
 
 /* kube-apiserver's pod strategy: a new pod starts Pending. */
 static void pod_pending(json_object *obj)
@@ -53,8 +55,29 @@ static void job_selector(json_object *obj)
     fg__cow_cleanup(&c);
 }
 
+/* kube-apiserver's Job update validation: spec.selector and spec.template do not change (kube lets a
+ * suspended Job's template change its scheduling directives; here a suspended Job's template may
+ * change at all). */
+static enum fg_err job_immutable(const struct fg__type *type, json_object *cur, json_object *obj, json_object **out)
+{
+    static const char *const fields[] = { "selector", "template" };
+    bool suspended = json_object_get_boolean(fg_json_get(cur, "spec", "suspend", NULL));
+    for (size_t i = 0; i < 2; i++) {
+        if (i == 1 && suspended)
+            break;
+        if (json_object_equal(fg_json_get(cur, "spec", fields[i], NULL), fg_json_get(obj, "spec", fields[i], NULL)))
+            continue;
+        char field[32];
+        snprintf(field, sizeof(field), "spec.%s", fields[i]);
+        return fg__write_invalid(out, type, fg_json_get_str(cur, "metadata", "name", NULL), field, "FieldValueInvalid",
+                                 "Invalid value: field is immutable");
+    }
+    return FG_OK;
+}
+
 /* What kube-apiserver's strategies and the CRD machinery do between mutation and validation: CRDs
- * checked, custom resources validated against their schemas, new pods Pending, new Jobs selected. */
+ * checked, custom resources validated against their schemas, new pods Pending, new Jobs selected, a
+ * Job's selector and template kept. */
 static enum fg_err strategy(const struct fg__type *type, json_object *cur, json_object **obj, json_object **out)
 {
     bool core = !type->crd && !*type->group, batch = !type->crd && !strcmp(type->group, "batch");
@@ -66,6 +89,8 @@ static enum fg_err strategy(const struct fg__type *type, json_object *cur, json_
         pod_pending(*obj);
     else if (!cur && batch && !strcmp(type->plural, "jobs"))
         job_selector(*obj);
+    else if (cur && batch && !strcmp(type->plural, "jobs"))
+        return job_immutable(type, cur, *obj, out);
     return FG_OK;
 }
 

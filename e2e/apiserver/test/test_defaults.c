@@ -215,6 +215,27 @@ static void updates_and_patches(void **state)
     json_object_put(o);
 }
 
+/* A Job's selector and template cannot change (unless it is suspended); its metadata can. */
+static void job_template_immutable(void **state)
+{
+    (void)state;
+    json_object_put(tc_expect_json(BASE, "POST", JOBS, "application/json",
+                                   "{\"metadata\":{\"name\":\"t\"},\"spec\":{" TEMPLATE_SENT "}}", 201));
+    tc_expect_status(BASE, "PATCH", JOBS "/t", "application/merge-patch+json",
+                     "{\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"fracgpu.io/automate\":\"true\"}}}}}", 422,
+                     "Invalid", "spec.template");
+    tc_expect_status(BASE, "PATCH", JOBS "/t", "application/merge-patch+json",
+                     "{\"spec\":{\"selector\":{\"matchLabels\":{\"x\":\"y\"}}}}", 422, "Invalid", "spec.selector");
+    json_object_put(tc_expect_json(BASE, "PATCH", JOBS "/t", "application/merge-patch+json",
+                                   "{\"metadata\":{\"labels\":{\"team\":\"ml\"}}}", 200));
+    json_object_put(tc_expect_json(BASE, "PATCH", JOBS "/t", "application/merge-patch+json",
+                                   "{\"spec\":{\"suspend\":true}}", 200));
+    json_object_put(tc_expect_json(BASE, "PATCH", JOBS "/t", "application/merge-patch+json",
+                                   "{\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"fracgpu.io/automate\":"
+                                   "\"true\"}}}}}",
+                                   200));
+}
+
 static void expect_label(json_object *labels, const char *key, const char *want)
 {
     assert_string_equal(fg_json_get_str(labels, key, NULL), want);
@@ -261,6 +282,7 @@ int main(void)
         cmocka_unit_test(services_and_others),
         cmocka_unit_test_setup_teardown(updates_and_patches, tc_setup, tc_teardown),
         cmocka_unit_test_setup_teardown(job_selector, tc_setup, tc_teardown),
+        cmocka_unit_test_setup_teardown(job_template_immutable, tc_setup, tc_teardown),
     };
     return cmocka_run_group_tests(tests, tc_registry_setup, tc_registry_teardown);
 }
