@@ -300,7 +300,7 @@ static void test_preemption(void **state)
     w.text = "0/3 nodes are available: 3 Insufficient cpu.";
     wait_for(unschedulable_with, &w, "unschedulable while preempting");
     char *victim = NULL;
-    for (int i = 0; i < 100 && !(victim = victim_on(node)); i++)
+    for (int i = 0; i < WAIT_MS / 50 && !(victim = victim_on(node)); i++) /* bounded as every wait here */
         usleep(50 * 1000);
     assert_non_null(victim);
     json_object *vip = get_pod("vip");
