@@ -10,7 +10,6 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timefmt.h"
-#include "crds/builtin.h"
 #include "crds/gpuworkload.h"
 #include "operator/cache/kobj.h"
 #include "operator/cache/store.h"
@@ -173,38 +172,17 @@ static bool templates_labelled(json_object *workload)
     return n > 0;
 }
 
-/* The policy in force for workload (admit.c's order) and what the status needs of it. */
-static const char *resolve_policy(struct workload_reconciler *r, const struct fg_workload_kind *kind,
-                                  json_object *workload, json_object *gw, bool *found, enum fg_update_mode *mode,
-                                  json_object **held)
-{
-    const char *policy = fg_json_get_str(workload, "metadata", "annotations", FG_ANN_POLICY, NULL);
-    if (!policy || !*policy)
-        policy = gw ? fg_gpuworkload_policy_get(gw) : NULL;
-    if (!policy || !*policy)
-        policy = fg_builtin_policy_for_class(fg_workload_detect_class(kind, workload));
-    struct fg_gpupolicy_spec spec;
-    *held = fg_store_get_json(r->policies, policy);
-    const struct fg_builtin_policy *b = fg_builtin_policy_find(policy);
-    *found = *held ? fg_gpupolicy_decode(fg_json_get(*held, "spec", NULL), &spec, NULL) == FG_OK : b != NULL;
-    if (!*held && b)
-        spec = b->spec;
-    *mode = *found ? spec.update_mode : FG_UPDATE_OFF;
-    const char *own = fg_json_get_str(gw, "spec", "updateMode", NULL);
-    for (int m = FG_UPDATE_OFF; own && m <= FG_UPDATE_AUTO; m++)
-        if (!strcmp(own, fg_update_mode_name((enum fg_update_mode)m)))
-            *mode = (enum fg_update_mode)m;
-    return policy;
-}
-
 static enum fg_err write_status(struct workload_reconciler *r, const struct fg_workload_kind *kind,
                                 json_object *workload, json_object *gw, const struct fg_workload_pods *pods,
                                 const char *action, const char *why)
 {
-    struct fg_workload_view v = { .workload = workload, .kind = kind, .gpuworkload = gw, .last_action = action,
-                                  .last_action_reason = why, .pods = pods->live, .unmutated_pods = pods->missed };
-    json_object *policy_obj = NULL;
-    v.policy = resolve_policy(r, kind, workload, gw, &v.policy_found, &v.update_mode, &policy_obj);
+    const char *policy = fg_terms_policy_name(kind, workload, gw);
+    json_object *policy_obj = fg_store_get_json(r->policies, policy);
+    struct fg_terms terms;
+    fg_terms_resolve(policy, policy_obj, gw, &terms, NULL);
+    struct fg_workload_view v = { .workload = workload, .kind = kind, .gpuworkload = gw, .terms = &terms,
+                                  .last_action = action, .last_action_reason = why, .pods = pods->live,
+                                  .unmutated_pods = pods->missed };
     char now[FG_TIME_MAX];
     fg_time_format(fg_clock_wall_ms(), now);
     json_object *st = fg_workload_status_build(&v, now);

@@ -43,13 +43,9 @@ static void original_request(json_object *tmpl, char *out, size_t size)
 
 static json_object *allocation(const struct fg_workload_view *v)
 {
-    struct fg_recommendation rec = { 0 };
-    rec.has_compute = fg_json_get_int64(v->gpuworkload, &rec.compute_milli, "status", "recommendation", "computeMilli",
-                                        NULL);
-    rec.has_memory = fg_json_get_int64(v->gpuworkload, &rec.memory_mib, "status", "recommendation", "memoryMiB", NULL);
     struct fg_allocation a;
     char why[FG_ERRMSG_MAX] = "";
-    bool ok = fg_allocation_resolve(v->workload, &rec, v->update_mode, &a, why) == FG_OK;
+    bool ok = fg_allocation_resolve(v->workload, &v->terms->rec, v->terms->update_mode, &a, why) == FG_OK;
     char compute[FG_QUANTITY_MAX], memory[FG_QUANTITY_MAX];
     fg_quantity_format(a.compute_milli, compute);
     if (a.memory_mib)
@@ -73,7 +69,7 @@ json_object *fg_workload_status_build(const struct fg_workload_view *v, const ch
     snprintf(text, sizeof(text), "%s/%s", v->kind->resource.kind, fg_json_get_str(v->workload, "metadata", "name", NULL));
     fg_json_set_str(st, "target", text);
     fg_json_set_str(st, "detectedClass", fg_workload_class_name(fg_workload_detect_class(v->kind, v->workload)));
-    fg_json_set_str(st, "policy", v->policy);
+    fg_json_set_str(st, "policy", v->terms->policy);
     json_object_object_add(st, "pods", json_object_new_int64((int64_t)v->pods));
     json_object_object_add(st, "unmutatedPods", json_object_new_int64((int64_t)v->unmutated_pods));
     struct fg_eligibility e;
@@ -93,12 +89,12 @@ json_object *fg_workload_status_build(const struct fg_workload_view *v, const ch
     json_object *conds = json_object_new_array();
     json_object_array_add(conds, fg_condition_build(v->gpuworkload, generation, "Eligible", eligible ? "True" : "False",
                                                     reason, message, now));
-    snprintf(text, sizeof(text), v->policy_found ? "GPUPolicy %s is in force" : "GPUPolicy %s does not exist: its pods "
-                                                                                "keep whole GPUs until it does",
-             v->policy);
-    json_object_array_add(conds, fg_condition_build(v->gpuworkload, generation, "PolicyFound",
-                                                    v->policy_found ? "True" : "False",
-                                                    v->policy_found ? "PolicyFound" : "PolicyNotFound", text, now));
+    bool found = v->terms->policy_found;
+    snprintf(text, sizeof(text),
+             found ? "GPUPolicy %s is in force" : "GPUPolicy %s does not exist: its pods keep whole GPUs until it does",
+             v->terms->policy);
+    json_object_array_add(conds, fg_condition_build(v->gpuworkload, generation, "PolicyFound", found ? "True" : "False",
+                                                    found ? "PolicyFound" : "PolicyNotFound", text, now));
     json_object_object_add(st, "conditions", conds);
     const char *action = v->last_action ? v->last_action : fg_json_get_str(v->gpuworkload, "status", "lastAction", NULL);
     const char *why = v->last_action ? v->last_action_reason

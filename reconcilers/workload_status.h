@@ -24,15 +24,14 @@
 #include <stdbool.h>
 
 #include "crds/gpupolicy.h"
+#include "reconcilers/terms.h"
 #include "reconcilers/workload.h"
 
 struct fg_workload_view {
     json_object *workload;                  /* the Deployment, Job, ... (borrowed) */
     const struct fg_workload_kind *kind;
     json_object *gpuworkload;               /* the current GPUWorkload, or NULL */
-    const char *policy;                     /* the policy in force */
-    bool policy_found;
-    enum fg_update_mode update_mode;        /* the GPUWorkload's, else the policy's */
+    const struct fg_terms *terms;           /* its policy, update mode and recommendation (terms.h) */
     const char *last_action, *last_action_reason;   /* NULL: keep the current ones */
     size_t pods, unmutated_pods;            /* live pods, and those that missed the webhook */
 };

@@ -7,10 +7,9 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "crds/builtin.h"
-#include "crds/gpuworkload.h"
 #include "reconcilers/mutation.h"
 #include "reconcilers/podcontract.h"
+#include "reconcilers/terms.h"
 
 static const char *const outcome_names[FG_ADMIT_OUTCOMES] = {
     "not-pod-create", "no-gpu", "not-automated", "whole", "mutated",
@@ -56,31 +55,6 @@ static void set_outcome(struct fg_admit_result *out, enum fg_admit_outcome o, co
     va_end(ap);
 }
 
-/* The GPUWorkload's recommendation (status.recommendation.computeMilli / memoryMiB), when it has one. */
-static void read_recommendation(json_object *gw, struct fg_recommendation *rec)
-{
-    memset(rec, 0, sizeof(*rec));
-    rec->has_compute = fg_json_get_int64(gw, &rec->compute_milli, "status", "recommendation", "computeMilli", NULL) &&
-                       rec->compute_milli >= 1 && rec->compute_milli <= FG_POLICY_MILLI_MAX;
-    rec->has_memory = fg_json_get_int64(gw, &rec->memory_mib, "status", "recommendation", "memoryMiB", NULL) &&
-                      rec->memory_mib >= 1 && rec->memory_mib <= FG_POLICY_MIB_MAX;
-}
-
-/* The policy's spec: the cached GPUPolicy, else the built-in of that name. False when neither exists
- * or the cached one does not decode. */
-static bool policy_spec(const struct fg_admit_sources *s, const char *name, struct fg_gpupolicy_spec *spec, char *why)
-{
-    json_object *pol = s->policy(s->ctx, name);
-    if (pol)
-        return fg_gpupolicy_decode(fg_json_get(pol, "spec", NULL), spec, why) == FG_OK;
-    const struct fg_builtin_policy *b = fg_builtin_policy_find(name);
-    if (b)
-        *spec = b->spec;
-    else
-        snprintf(why, FG_ERRMSG_MAX, "GPUPolicy %s does not exist", name);
-    return b != NULL;
-}
-
 /* Plans and answers for an automated workload's pod. */
 static void answer_for_workload(const struct fg_review *r, const struct fg_admit_sources *s, json_object *workload,
                                 const struct fg_workload_kind *kind, struct fg_admit_result *out)
@@ -88,27 +62,18 @@ static void answer_for_workload(const struct fg_review *r, const struct fg_admit
     char gw_name[FG_WORKLOAD_NAME_MAX + 1];
     fg_workload_name(s->kinds, kind, fg_json_get_str(workload, "metadata", "name", NULL), gw_name);
     json_object *gw = s->gpuworkload(s->ctx, r->ns, gw_name);
-    const char *policy = fg_json_get_str(workload, "metadata", "annotations", FG_ANN_POLICY, NULL);
-    if (!policy || !*policy)
-        policy = gw ? fg_gpuworkload_policy_get(gw) : NULL;
-    if (!policy)
-        policy = fg_builtin_policy_for_class(fg_workload_detect_class(kind, workload));
-    struct fg_gpupolicy_spec spec;
+    const char *policy = fg_terms_policy_name(kind, workload, gw);
+    struct fg_terms terms;
     char why[FG_ERRMSG_MAX] = "";
-    if (!policy_spec(s, policy, &spec, why)) {
+    fg_terms_resolve(policy, s->policy(s->ctx, policy), gw, &terms, why);
+    if (!terms.policy_found) {
         set_outcome(out, FG_ADMIT_WHOLE, "policyNotFound", "workload %s: %s", gw_name, why);
         out->response = fg_review_allow(r->uid, NULL, NULL);
         return;
     }
-    enum fg_update_mode mode = spec.update_mode;
-    const char *mode_name = fg_json_get_str(gw, "spec", "updateMode", NULL);
-    for (int m = FG_UPDATE_OFF; mode_name && m <= FG_UPDATE_AUTO; m++)
-        if (!strcmp(mode_name, fg_update_mode_name((enum fg_update_mode)m)))
-            mode = (enum fg_update_mode)m;
-    struct fg_recommendation rec;
-    read_recommendation(gw, &rec);
-    struct fg_mutation_target target = { gw_name, policy, spec.sharing, spec.isolation, { 0, 0 } };
-    (void)fg_allocation_resolve(workload, &rec, mode, &target.allocation, NULL); /* the reconciler reports it */
+    struct fg_mutation_target target = { gw_name, policy, terms.spec.sharing, terms.spec.isolation, { 0, 0 } };
+    /* a malformed fraction is the reconciler's to report */
+    (void)fg_allocation_resolve(workload, &terms.rec, terms.update_mode, &target.allocation, NULL);
     struct fg_mutation m;
     fg_mutation_plan(r->object, &target, s->storage ? s->storage(s->ctx, r->ns) : NULL, &m);
     if (m.judged.ask == FG_GPU_ELIGIBLE)
