@@ -137,6 +137,31 @@ void fg_json_set_str(json_object *o, const char *key, const char *value)
         json_object_object_del(o, key);
 }
 
+bool fg_json_pointer_token(const char *key, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = key; *p; p++) {
+        const char *esc = *p == '~' ? "~0" : *p == '/' ? "~1" : NULL;
+        size_t len = esc ? 2 : 1;
+        if (n + len >= size)
+            return false;
+        memcpy(out + n, esc ? esc : p, len);
+        n += len;
+    }
+    out[n] = '\0';
+    return true;
+}
+
+json_object *fg_json_patch_tested(json_object *obj)
+{
+    json_object *ops = json_object_new_array(), *test = json_object_new_object();
+    fg_json_set_str(test, "op", "test");
+    fg_json_set_str(test, "path", "/metadata/resourceVersion");
+    fg_json_set_str(test, "value", fg_json_get_str(obj, "metadata", "resourceVersion", NULL));
+    json_object_array_add(ops, test);
+    return ops;
+}
+
 size_t fg_json_array_len(json_object *a)
 {
     return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;

@@ -60,4 +60,12 @@ size_t fg_json_object_len(json_object *o);
 /* Sets o[key] to a new string (or removes the key when value is NULL). */
 void fg_json_set_str(json_object *o, const char *key, const char *value);
 
+/* Escapes `key` as one JSON Pointer (RFC 6901) token into out: "~" → "~0", "/" → "~1". False when it
+ * does not fit. */
+bool fg_json_pointer_token(const char *key, char *out, size_t size);
+/* A new JSON Patch (RFC 6902) array whose first operation tests obj's metadata.resourceVersion, so the
+ * operations appended after it apply only to the object as it was read: a write from a cache that
+ * lags behind fails instead. */
+json_object *fg_json_patch_tested(json_object *obj);
+
 #endif

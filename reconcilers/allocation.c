@@ -9,8 +9,6 @@
 #include "operator/kube/quantity.h"
 #include "reconcilers/podcontract.h"
 
-#define MIB_MILLI (1024ll * 1024 * 1000) /* one MiB in the milli-units of quantity.h */
-
 /* A whole decimal number from lo to hi, digits only. */
 static bool parse_bounded(const char *s, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -39,7 +37,7 @@ static bool parse_memory(const char *s, int64_t *mib)
     int64_t milli;
     if (!s || fg_quantity_parse(s, &milli, NULL) != FG_OK || milli <= 0)
         return false;
-    int64_t v = milli / MIB_MILLI + (milli % MIB_MILLI != 0);
+    int64_t v = milli / FG_MIB_MILLI + (milli % FG_MIB_MILLI != 0);
     if (v > FG_POLICY_MIB_MAX)
         return false;
     *mib = v;

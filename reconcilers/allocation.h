@@ -26,6 +26,7 @@
 #include "crds/gpupolicy.h"
 
 #define FG_ALLOC_WHOLE_MEMORY "whole"
+#define FG_MIB_MILLI (1024ll * 1024 * 1000) /* one MiB in the milli-units of quantity.h */
 
 struct fg_allocation {
     int64_t compute_milli;      /* 1..1000 */

@@ -18,21 +18,6 @@ static const char *const our_labels[] = { FG_LABEL_MANAGED, NULL };
 static const char *const gpu_resources[] = { FG_RES_NVIDIA_GPU, FG_RES_GPU_SHARE, NULL };
 static const char *const scheduler_field[] = { "schedulerName", NULL };
 
-bool fg_json_pointer_token(const char *key, char *out, size_t size)
-{
-    size_t n = 0;
-    for (const char *p = key; *p; p++) {
-        const char *esc = *p == '~' ? "~0" : *p == '/' ? "~1" : NULL;
-        size_t len = esc ? 2 : 1;
-        if (n + len >= size)
-            return false;
-        memcpy(out + n, esc ? esc : p, len);
-        n += len;
-    }
-    out[n] = '\0';
-    return true;
-}
-
 /* Removes member key of o, when o is an object. */
 static void del(json_object *o, const char *key)
 {

@@ -47,8 +47,4 @@ void fg_mutation_plan(json_object *pod, const struct fg_mutation_target *target,
                       struct fg_mutation *out);
 void fg_mutation_cleanup(struct fg_mutation *m);
 
-/* Escapes `key` as one JSON Pointer (RFC 6901) token into out: "~" → "~0", "/" → "~1". False when it
- * does not fit. */
-bool fg_json_pointer_token(const char *key, char *out, size_t size);
-
 #endif

@@ -152,6 +152,11 @@ bool fg_workload_automated(json_object *workload, json_object *ns)
     return says(fg_json_get(ns, "metadata", "labels", FG_KEY_AUTOMATE, NULL), "true");
 }
 
+bool fg_workload_label_on(json_object *pod_or_template)
+{
+    return says(fg_json_get(pod_or_template, "metadata", "labels", FG_KEY_AUTOMATE, NULL), "true");
+}
+
 /* Whether `kind`, a custom kind, shares its kind name with another kind of the table (the built-in
  * kinds keep their plain names whatever is configured). */
 static bool ambiguous(const struct fg_workload_kinds *kinds, const struct fg_workload_kind *kind)
@@ -282,4 +287,17 @@ size_t fg_workload_templates(json_object *workload, struct fg_pod_template *out,
     char path[FG_TEMPLATE_PATH_MAX] = "/spec";
     collect(fg_json_get(workload, "spec", NULL), 0, path, out, max, &n);
     return n;
+}
+
+json_object *fg_workload_gpu_template(json_object *workload, struct fg_eligibility *e)
+{
+    struct fg_pod_template t[8];
+    size_t n = fg_workload_templates(workload, t, 8);
+    memset(e, 0, sizeof(*e));
+    for (size_t i = 0; i < n && i < 8; i++) {
+        fg_eligibility_check(t[i].obj, NULL, e);
+        if (e->ask != FG_GPU_NONE)
+            return t[i].obj;
+    }
+    return NULL;
 }

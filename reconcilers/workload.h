@@ -30,6 +30,7 @@
 
 #include "base/err.h"
 #include "crds/gpupolicy.h"
+#include "reconcilers/eligibility.h"
 #include "operator/kube/resource.h"
 
 #define FG_WORKLOAD_NAME_MAX 253
@@ -70,6 +71,9 @@ const struct fg_workload_kind *fg_workload_kind_of(const struct fg_workload_kind
 /* Whether workload (borrowed) is automated, its namespace object being ns (NULL: unknown). */
 bool fg_workload_automated(json_object *workload, json_object *ns);
 
+/* Whether a pod or pod template carries the template label fracgpu.io/automate: "true". */
+bool fg_workload_label_on(json_object *pod_or_template);
+
 /* The GPUWorkload name for a workload of `kind` called `name`. */
 void fg_workload_name(const struct fg_workload_kinds *kinds, const struct fg_workload_kind *kind, const char *name,
                       char out[FG_WORKLOAD_NAME_MAX + 1]);
@@ -89,5 +93,9 @@ struct fg_pod_template {
  * spec has containers — one for the built-in kinds (a CronJob's sits in spec.jobTemplate.spec), one
  * per replica type for a PyTorchJob. Returns how many there are (which may exceed max). */
 size_t fg_workload_templates(json_object *workload, struct fg_pod_template *out, size_t max);
+
+/* The first pod template of workload that asks for nvidia.com/gpu, judged by eligibility.h into *e
+ * (without a storage view: claims are judged at admission); NULL, with e->ask NONE, when none asks. */
+json_object *fg_workload_gpu_template(json_object *workload, struct fg_eligibility *e);
 
 #endif

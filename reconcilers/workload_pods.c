@@ -11,14 +11,9 @@
 #include "operator/cache/kobj.h"
 #include "reconcilers/eligibility.h"
 #include "reconcilers/podcontract.h"
+#include "reconcilers/workload.h"
 
 #define MAX_DEPTH 3 /* Notebook → StatefulSet → pod; CronJob → Job → pod */
-
-static bool label_is(json_object *pod, const char *key, const char *want)
-{
-    const char *v = fg_json_get_str(pod, "metadata", "labels", key, NULL);
-    return v && !strcmp(v, want);
-}
 
 static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
 {
@@ -34,7 +29,8 @@ static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
         int64_t created = 0;
         /* a pod that exists may be bound already: fracgpu would have taken it before it was */
         bool takeable = e.ask == FG_GPU_ELIGIBLE || (e.ask == FG_GPU_WHOLE && !strcmp(e.reason, "nodeName"));
-        if (label_is(pod, FG_KEY_AUTOMATE, "true") && !label_is(pod, FG_LABEL_MANAGED, "true") && takeable) {
+        const char *managed = fg_json_get_str(pod, "metadata", "labels", FG_LABEL_MANAGED, NULL);
+        if (fg_workload_label_on(pod) && !(managed && !strcmp(managed, "true")) && takeable) {
             out->missed++;
             if (fg_time_parse(fg_json_get_str(pod, "metadata", "creationTimestamp", NULL), &created) &&
                 created > out->newest_missed_ms)

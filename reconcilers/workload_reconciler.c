@@ -110,16 +110,9 @@ static enum fg_err label_templates(struct workload_reconciler *r, const struct f
 {
     struct fg_pod_template t[8];
     size_t n = fg_workload_templates(workload, t, 8);
-    json_object *ops = json_object_new_array();
-    json_object *test = json_object_new_object();
-    fg_json_set_str(test, "op", "test");
-    fg_json_set_str(test, "path", "/metadata/resourceVersion");
-    fg_json_set_str(test, "value", fg_json_get_str(workload, "metadata", "resourceVersion", NULL));
-    json_object_array_add(ops, test);
+    json_object *ops = fg_json_patch_tested(workload);
     for (size_t i = 0; i < n && i < 8; i++) {
-        const char *v = fg_json_get_str(t[i].obj, "metadata", "labels", FG_KEY_AUTOMATE, NULL);
-        bool has = v && !strcmp(v, "true");
-        if (has == want)
+        if (fg_workload_label_on(t[i].obj) == want)
             continue;
         json_object *op = json_object_new_object();
         char path[FG_TEMPLATE_PATH_MAX + 64];
@@ -164,11 +157,9 @@ static bool templates_labelled(json_object *workload)
 {
     struct fg_pod_template t[8];
     size_t n = fg_workload_templates(workload, t, 8);
-    for (size_t i = 0; i < n && i < 8; i++) {
-        const char *v = fg_json_get_str(t[i].obj, "metadata", "labels", FG_KEY_AUTOMATE, NULL);
-        if (!v || strcmp(v, "true"))
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (!fg_workload_label_on(t[i].obj))
             return false;
-    }
     return n > 0;
 }
 
@@ -211,20 +202,6 @@ static enum fg_err write_status(struct workload_reconciler *r, const struct fg_w
     return err;
 }
 
-/* Whether a pod template of workload asks for nvidia.com/gpu. */
-static bool asks_for_gpus(json_object *workload)
-{
-    struct fg_pod_template t[8];
-    size_t n = fg_workload_templates(workload, t, 8);
-    for (size_t i = 0; i < n && i < 8; i++) {
-        struct fg_eligibility e;
-        fg_eligibility_check(t[i].obj, NULL, &e);
-        if (e.ask != FG_GPU_NONE)
-            return true;
-    }
-    return false;
-}
-
 /* Rolls a Deployment or StatefulSet whose pods missed the webhook (see below when); *rolled says
  * whether it did, *retry_ms when to look again (0: no need). Other kinds cannot be rolled. */
 static enum fg_err roll(struct workload_reconciler *r, const struct fg_workload_kind *kind, json_object *workload,
@@ -237,12 +214,7 @@ static enum fg_err roll(struct workload_reconciler *r, const struct fg_workload_
     struct fg_pod_template t[8];
     size_t n = fg_workload_templates(workload, t, 8);
     int64_t last = 0;
-    json_object *ops = json_object_new_array();
-    json_object *test = json_object_new_object(); /* a cache behind our last roll must not roll again */
-    fg_json_set_str(test, "op", "test");
-    fg_json_set_str(test, "path", "/metadata/resourceVersion");
-    fg_json_set_str(test, "value", fg_json_get_str(workload, "metadata", "resourceVersion", NULL));
-    json_object_array_add(ops, test);
+    json_object *ops = fg_json_patch_tested(workload); /* a cache behind our last roll must not roll again */
     char now[FG_TIME_MAX];
     fg_time_format(fg_clock_wall_ms(), now);
     for (size_t i = 0; i < n && i < 8; i++) {
@@ -303,7 +275,8 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
     char gw_name[FG_WORKLOAD_NAME_MAX + 1];
     fg_workload_name(r->kinds, kind, name, gw_name);
     json_object *gw = cached_in(r->gpuworkloads, ns, gw_name);
-    bool automated = fg_workload_automated(workload, nsobj) && asks_for_gpus(workload);
+    struct fg_eligibility judged;
+    bool automated = fg_workload_automated(workload, nsobj) && fg_workload_gpu_template(workload, &judged);
     const char *action = NULL, *why = NULL;
     bool labelled = false;
     enum fg_err err = FG_OK;

@@ -11,22 +11,6 @@
 #include "reconcilers/conditions.h"
 #include "reconcilers/eligibility.h"
 
-#define MIB_MILLI (1024ll * 1024 * 1000)
-
-/* The first template that asks for a GPU (its judgement in *e), else the first template. */
-static json_object *gpu_template(json_object *workload, struct fg_eligibility *e)
-{
-    struct fg_pod_template t[8];
-    size_t n = fg_workload_templates(workload, t, 8);
-    memset(e, 0, sizeof(*e));
-    for (size_t i = 0; i < n && i < 8; i++) {
-        fg_eligibility_check(t[i].obj, NULL, e);
-        if (e->ask != FG_GPU_NONE)
-            return t[i].obj;
-    }
-    return n ? t[0].obj : NULL;
-}
-
 static void original_request(json_object *tmpl, char *out, size_t size)
 {
     json_object *cs = fg_json_get(tmpl, "spec", "containers", NULL);
@@ -49,7 +33,7 @@ static json_object *allocation(const struct fg_workload_view *v)
     char compute[FG_QUANTITY_MAX], memory[FG_QUANTITY_MAX];
     fg_quantity_format(a.compute_milli, compute);
     if (a.memory_mib)
-        fg_quantity_format(a.memory_mib * MIB_MILLI, memory);
+        fg_quantity_format(a.memory_mib * FG_MIB_MILLI, memory);
     else
         snprintf(memory, sizeof(memory), "%s", FG_ALLOC_WHOLE_MEMORY);
     json_object *o = json_object_new_object();
@@ -73,7 +57,7 @@ json_object *fg_workload_status_build(const struct fg_workload_view *v, const ch
     json_object_object_add(st, "pods", json_object_new_int64((int64_t)v->pods));
     json_object_object_add(st, "unmutatedPods", json_object_new_int64((int64_t)v->unmutated_pods));
     struct fg_eligibility e;
-    json_object *tmpl = gpu_template(v->workload, &e);
+    json_object *tmpl = fg_workload_gpu_template(v->workload, &e);
     original_request(tmpl, text, sizeof(text));
     fg_json_set_str(st, "originalRequest", text);
     json_object_object_add(st, "allocation", allocation(v));

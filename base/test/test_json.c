@@ -76,6 +76,29 @@ static void ensure_obj_and_set_str(void **state)
     json_object_put(o);
 }
 
+static void pointer_tokens(void **state)
+{
+    (void)state;
+    char out[16];
+    assert_true(fg_json_pointer_token("a/b~c", out, sizeof(out)));
+    assert_string_equal(out, "a~1b~0c");
+    assert_true(fg_json_pointer_token("", out, sizeof(out)));
+    assert_string_equal(out, "");
+    assert_false(fg_json_pointer_token("fracgpu.io/gpu-share", out, sizeof(out)));
+    assert_false(fg_json_pointer_token("0123456789abcd~", out, sizeof(out)));
+    assert_true(fg_json_pointer_token("0123456789abcd", out, sizeof(out)));
+}
+
+static void tested_patch(void **state)
+{
+    (void)state;
+    json_object *o = json_tokener_parse("{\"metadata\":{\"resourceVersion\":\"42\"}}");
+    json_object *ops = fg_json_patch_tested(o);
+    assert_string_equal(fg_json_text(ops, NULL), "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"42\"}]");
+    json_object_put(ops);
+    json_object_put(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -83,6 +106,8 @@ int main(void)
         cmocka_unit_test(rejects_bad_input_with_location),
         cmocka_unit_test(rejects_deep_nesting),
         cmocka_unit_test(ensure_obj_and_set_str),
+        cmocka_unit_test(pointer_tokens),
+        cmocka_unit_test(tested_patch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,12 +108,7 @@ static enum fg_err write_secret(struct fg_cert_reconciler *r, json_object *cur, 
 static enum fg_err write_bundle(struct fg_cert_reconciler *r, json_object *config, const char *ca_crt)
 {
     char *b64 = fg_base64_encode(ca_crt, strlen(ca_crt));
-    json_object *ops = json_object_new_array();
-    json_object *test = json_object_new_object();
-    fg_json_set_str(test, "op", "test");
-    fg_json_set_str(test, "path", "/metadata/resourceVersion");
-    fg_json_set_str(test, "value", fg_json_get_str(config, "metadata", "resourceVersion", NULL));
-    json_object_array_add(ops, test);
+    json_object *ops = fg_json_patch_tested(config);
     json_object *hooks = fg_json_get(config, "webhooks", NULL);
     for (size_t i = 0; i < fg_json_array_len(hooks); i++) {
         json_object *op = json_object_new_object();

@@ -442,19 +442,6 @@ static void dedicated_mps_and_a_fraction(void **state)
     json_object_put(p);
 }
 
-static void pointer_tokens(void **state)
-{
-    (void)state;
-    char out[16];
-    assert_true(fg_json_pointer_token("a/b~c", out, sizeof(out)));
-    assert_string_equal(out, "a~1b~0c");
-    assert_true(fg_json_pointer_token("", out, sizeof(out)));
-    assert_string_equal(out, "");
-    assert_false(fg_json_pointer_token("fracgpu.io/gpu-share", out, sizeof(out)));
-    assert_false(fg_json_pointer_token("0123456789abcd~", out, sizeof(out)));
-    assert_true(fg_json_pointer_token("0123456789abcd", out, sizeof(out)));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -472,7 +459,6 @@ int main(void)
         cmocka_unit_test(reinvocation_after_the_pod_became_ineligible),
         cmocka_unit_test(untrusted_original_records),
         cmocka_unit_test(dedicated_mps_and_a_fraction),
-        cmocka_unit_test(pointer_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
