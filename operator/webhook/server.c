@@ -219,13 +219,18 @@ void fg_webhook_server_free(struct fg_webhook_server *s)
     if (!s)
         return;
     if (s->started) {
-        event_base_loopbreak(s->base);
+        event_base_loopexit(s->base, NULL); /* unlike loopbreak, not lost if the thread is not in dispatch yet */
         pthread_join(s->thread, NULL);
     }
     if (s->http)
-        evhttp_free(s->http);
-    if (s->base)
+        evhttp_free(s->http); /* closes open connections */
+    if (s->base) {
+        /* A closed TLS connection is released by callbacks queued on the loop (a deferred callback
+         * holds a reference that event_base_free would drop unrun, leaking the SSL): run them out. */
+        for (int i = 0; i < 16 && event_base_loop(s->base, EVLOOP_NONBLOCK) == 0; i++)
+            ;
         event_base_free(s->base);
+    }
     SSL_CTX_free(s->ctx);
     pthread_mutex_destroy(&s->mu);
     free(s);
