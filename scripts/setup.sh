@@ -11,8 +11,9 @@ packages=(
   libssl-dev             # TLS, certificates
   libevent-dev           # event loop, HTTP server, OpenSSL bufferevents
   libcmocka-dev          # unit tests
-  libprotobuf-c-dev      # the test API server decodes kubectl's protobuf bodies
-  protobuf-c-compiler    # protoc-c generates that decoder's C at build time
+  libprotobuf-c-dev      # protobuf messages: kubectl's bodies, the kubelet's device-plugin API
+  protobuf-c-compiler    # protoc-c generates their C at build time
+  libnghttp2-dev         # HTTP/2 under the device plugin's gRPC (the kubelet's unix sockets)
   coinor-libclp-dev      # COIN-OR Clp: the linear program behind the scheduler's prices
   openssl                # certificate tooling used by e2e tests
   xz-utils               # the build decompresses the traces in data/
