@@ -27,6 +27,12 @@
 #define FG_ANN_SHARING "fracgpu.io/sharing"
 #define FG_ANN_ISOLATION "fracgpu.io/isolation"
 #define FG_ANN_ORIGINAL_REQUEST "fracgpu.io/original-request"
+/* On a pod bound by fracgpu's scheduler (the Binding's annotations): the GPU it was placed on, its index
+ * on the node, the capacity pod holding that GPU, and the grant that proves the placement (grant.h). */
+#define FG_ANN_GPU_UUID "fracgpu.io/gpu-uuid"
+#define FG_ANN_GPU_INDEX "fracgpu.io/gpu-index"
+#define FG_ANN_CAPACITY_POD "fracgpu.io/capacity-pod"
+#define FG_ANN_GRANT "fracgpu.io/grant"
 /* On a pod template: when fracgpu last rolled the workload because pods missed the webhook. */
 #define FG_ANN_RESTARTED_AT "fracgpu.io/restarted-at"
 
