@@ -4,7 +4,9 @@
  * several cgroup formats, and the test checks /metrics and /healthz, runs promtool on the scrape,
  * has a real Prometheus scrape the exporter and finds the per-pod series through its query API, then
  * breaks NVML under the running exporter and stops it with SIGTERM (a clean exit, ASan included).
- * A second exporter sees MPS GPUs: servers in capacity pods, clients of one pod and of two.
+ * With --dcgm-aliases the DCGM families are per GPU: a GPU of two pods, of one pod, a MIG instance and
+ * an idle GPU each once. A second exporter sees MPS GPUs: servers in capacity pods, clients of one
+ * pod and of two.
  * Every wait is bounded; every server listens on 127.0.0.1 with a port picked by the kernel.
  */
 #include <setjmp.h>
@@ -95,6 +97,15 @@ static char *make_pod(const char *ns, const char *name, const char *node, const 
              container, cid);
     assert_int_equal(fg_kube_patch(h.client, path, FG_KUBE_PATCH_MERGE, json, NULL, NULL), FG_OK);
     return uid;
+}
+
+/* Lines of text starting with prefix. */
+static size_t count_lines(const char *text, const char *prefix)
+{
+    size_t n = 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        n += strncmp(l, prefix, strlen(prefix)) == 0;
+    return n;
 }
 
 static uint16_t free_port(void)
@@ -243,6 +254,9 @@ static void test_exporter_process(void **state)
     snprintf(cg, sizeof cg, "11:memory:/kubepods/burstable/pod%s/" CID_B "\n", uid_b);
     fg_test_fake_cgroup(dir, 102, cg);
     fg_test_fake_cgroup(dir, 107, cg);   /* the same container, on a MIG instance of GPU 1 */
+    snprintf(cg, sizeof cg, "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/"
+                            "cri-containerd-" CID_A ".scope\n", uid_us);
+    fg_test_fake_cgroup(dir, 109, cg);   /* trainer-0 alone on GPU 3 */
     snprintf(cg, sizeof cg, "0::/kubepods/pod%s/" CID_C "\n", uid_c);
     fg_test_fake_cgroup(dir, 103, cg);
     fg_test_fake_cgroup(dir, 104, "0::/system.slice/nvidia-persistenced.service\n");
@@ -262,7 +276,10 @@ static void test_exporter_process(void **state)
         "\"samples\":[{\"pid\":100,\"ts\":0,\"sm\":30},{\"pid\":101,\"ts\":0,\"sm\":20},{\"pid\":102,\"ts\":0,\"sm\":5}]},"
         "{\"uuid\":\"GPU-mig\",\"name\":\"NVIDIA H100 80GB HBM3\",\"total\":85899345920,\"gpm\":true,"
         "\"procs\":[{\"pid\":107,\"used\":2048,\"gi\":1,\"ci\":0}],"
-        "\"mig\":[{\"gi\":1,\"uuid\":\"MIG-e2e\",\"total\":10737418240,\"used\":4096,\"sm\":77}]}]}");
+        "\"mig\":[{\"gi\":1,\"uuid\":\"MIG-e2e\",\"total\":10737418240,\"used\":4096,\"sm\":77}]},"
+        "{\"uuid\":\"GPU-idle\",\"name\":\"NVIDIA L4\",\"total\":24152899584,\"used\":0,\"reserved\":0,\"util\":0},"
+        "{\"uuid\":\"GPU-solo\",\"name\":\"NVIDIA L4\",\"total\":24152899584,\"used\":536870912,\"reserved\":0,"
+        "\"util\":90,\"procs\":[{\"pid\":109,\"used\":536870912}]}]}");
 
     char log_path[128];
     unsigned port = start_exporter(true, log_path);
@@ -292,8 +309,31 @@ static void test_exporter_process(void **state)
     assert_null(strstr(t, "pod=\"elsewhere\""));   /* another node's pod is not known here */
     /* host process, the other node's pod and the unreadable ones: one row without pod labels */
     assert_non_null(strstr(t, "model=\"NVIDIA A100-SXM4-40GB\"} 6291459\n"));
-    assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{Hostname=\"" NODE "\",gpu=\"0\",UUID=\"GPU-e2e\","
-                              "modelName=\"NVIDIA A100-SXM4-40GB\",namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\"} 1024\n"));
+    /* DCGM aliases, one series per GPU: GPU 0 runs two pods (and host processes), so it names none */
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-e2e\",device=\"nvidia0\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"" NODE "\"} 3072\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-e2e\",device=\"nvidia0\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"" NODE "\"} 64\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-e2e\",device=\"nvidia0\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"" NODE "\"} 37376\n"));
+    /* GPU 1 in MIG mode: its instance alone, under the GPU's UUID, with its one pod */
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-mig\",device=\"nvidia1\","
+                              "modelName=\"NVIDIA H100 80GB HBM3\",GPU_I_ID=\"1\",Hostname=\"" NODE "\","
+                              "namespace=\"default\",pod=\"notebook\",container=\"jupyter\"} 0\n"));
+    /* GPU 2 is idle and served all the same; GPU 3 runs trainer-0 alone, which it names */
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"GPU-idle\",device=\"nvidia2\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\"} 0\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_FREE{gpu=\"2\",UUID=\"GPU-idle\",device=\"nvidia2\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\"} 23034\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"3\",UUID=\"GPU-solo\",device=\"nvidia3\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\",namespace=\"ml\",pod=\"trainer-0\","
+                              "container=\"trainer\"} 90\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{gpu=\"3\",UUID=\"GPU-solo\",device=\"nvidia3\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\",namespace=\"ml\",pod=\"trainer-0\","
+                              "container=\"trainer\"} 512\n"));
+    assert_int_equal(count_lines(t, "DCGM_FI_DEV_FB_USED{"), 4);
+    assert_int_equal(count_lines(t, "DCGM_FI_DEV_FB_FREE{"), 4);
+    assert_int_equal(count_lines(t, "DCGM_FI_DEV_GPU_UTIL{"), 3);   /* none for a MIG instance */
     assert_non_null(strstr(t, "fracgpu_gpu_memory_reserved_bytes{node=\"" NODE "\",gpu=\"0\",uuid=\"GPU-e2e\","
                               "model=\"NVIDIA A100-SXM4-40GB\"} 536870912\n"));
     assert_non_null(strstr(t, "fracgpu_exporter_unattributed_processes{node=\"" NODE "\"} 3\n"));
