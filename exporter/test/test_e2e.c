@@ -6,7 +6,8 @@
  * breaks NVML under the running exporter and stops it with SIGTERM (a clean exit, ASan included).
  * With --dcgm-aliases the DCGM families are per GPU: a GPU of two pods, of one pod, a MIG instance and
  * an idle GPU each once. A second exporter sees MPS GPUs: servers in capacity pods, clients of one
- * pod and of two.
+ * pod and of two. A third starts without NVML: alive (/healthz 200) but not ready (/readyz 503 naming
+ * why) until the library appears, the driver loads and a device count succeeds.
  * Every wait is bounded; every server listens on 127.0.0.1 with a port picked by the kernel.
  */
 #include <setjmp.h>
@@ -64,15 +65,20 @@ static long http_get(const char *url, struct fg_buf *body)
     return code;
 }
 
-/* Polls url every 100 ms until the body contains want; bounded. */
-static bool wait_for(const char *url, const char *want, unsigned timeout_ms, struct fg_buf *body)
+/* Polls url every 100 ms until it answers `code` with a body that contains want; bounded. */
+static bool wait_for_code(const char *url, long code, const char *want, unsigned timeout_ms, struct fg_buf *body)
 {
     for (unsigned t = 0; t < timeout_ms; t += 100) {
-        if (http_get(url, body) == 200 && strstr(fg_buf_str(body), want))
+        if (http_get(url, body) == code && strstr(fg_buf_str(body), want))
             return true;
         fg_test_sleep_ms(100);
     }
     return false;
+}
+
+static bool wait_for(const char *url, const char *want, unsigned timeout_ms, struct fg_buf *body)
+{
+    return wait_for_code(url, 200, want, timeout_ms, body);
 }
 
 /* Creates a pod on `node` with one container and its status; returns its UID (caller frees). */
@@ -170,15 +176,15 @@ static void stop_cluster(void)
     curl_global_cleanup();
 }
 
-/* Starts `fracgpu node-agent` on them (exporter_pid), sampling every 200 ms, logging to log_path (128
- * bytes); returns the port it serves on. */
-static unsigned start_exporter(bool dcgm_aliases, char *log_path)
+/* Starts `fracgpu node-agent` on them (exporter_pid) with NVML from nvml_lib, sampling every 200 ms,
+ * logging to log_path (128 bytes); returns the port it serves on. */
+static unsigned start_exporter(const char *nvml_lib, bool dcgm_aliases, char *log_path)
 {
     char proc_root[96];
     snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
     snprintf(log_path, 128, "%s/exporter.log", dir);
     char *const argv[] = { FG_FRACGPU, "node-agent", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
-                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
+                           "--nvml-lib", (char *)nvml_lib, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
                            "--interval", "200ms", dcgm_aliases ? "--dcgm-aliases" : NULL, NULL };
     exporter_pid = spawn(argv, log_path);
     unsigned port = fg_test_exporter_port(log_path);
@@ -282,7 +288,7 @@ static void test_exporter_process(void **state)
         "\"util\":90,\"procs\":[{\"pid\":109,\"used\":536870912}]}]}");
 
     char log_path[128];
-    unsigned port = start_exporter(true, log_path);
+    unsigned port = start_exporter(FG_FAKE_NVML_PATH, true, log_path);
 
     struct fg_buf body;
     fg_buf_init(&body, 0);
@@ -445,7 +451,7 @@ static void test_mps(void **state)
         "\"procs\":[{\"pid\":320,\"used\":134217728}]}]}");
 
     char log_path[128];
-    unsigned port = start_exporter(false, log_path);
+    unsigned port = start_exporter(FG_FAKE_NVML_PATH, false, log_path);
     struct fg_buf body;
     fg_buf_init(&body, 0);
     char url[128];
@@ -486,6 +492,53 @@ static void test_mps(void **state)
     fg_buf_cleanup(&body);
     for (int i = 0; i < 5; i++)
         free(uids[i]);
+    stop_cluster();
+}
+
+/* Readiness follows NVML, liveness does not: with no library, no driver or a device count that fails,
+ * /readyz answers 503 naming why while /healthz stays 200; the first sample that reads NVML makes the
+ * agent ready, without a restart. */
+static void test_readiness(void **state)
+{
+    (void)state;
+    start_cluster();
+    char lib[128], log_path[128];
+    snprintf(lib, sizeof lib, "%s/libnvidia-ml.so.1", dir);   /* not there yet: no driver installed */
+    unsigned port = start_exporter(lib, false, log_path);
+    struct fg_buf body;
+    fg_buf_init(&body, 0);
+    char readyz[128], healthz[128];
+    snprintf(readyz, sizeof readyz, "http://127.0.0.1:%u/readyz", port);
+    snprintf(healthz, sizeof healthz, "http://127.0.0.1:%u/healthz", port);
+
+    /* the pod watch has synced, so NVML alone holds readiness back */
+    assert_true(wait_for_code(readyz, 503, "[+]informers ok\n[-]nvml failed: NVML unavailable: cannot load NVML from",
+                              10000, &body));
+    assert_non_null(strstr(fg_buf_str(&body), lib));
+    assert_int_equal(http_get(healthz, &body), 200);
+
+    /* the library appears but the driver is not loaded */
+    fg_test_fake_state(dir, "{\"init\":\"driver_not_loaded\"}");
+    assert_int_equal(symlink(FG_FAKE_NVML_PATH, lib), 0);
+    assert_true(wait_for_code(readyz, 503, "[-]nvml failed: NVML unavailable: nvmlInit_v2: Driver Not Loaded", 5000,
+                              &body));
+    assert_int_equal(http_get(healthz, &body), 200);
+
+    /* the driver loads: ready */
+    fg_test_fake_state(dir, "{\"gpus\":[{\"uuid\":\"GPU-r\",\"name\":\"NVIDIA L4\",\"total\":1073741824,\"used\":0}]}");
+    assert_true(wait_for(readyz, "ok\n", 5000, &body));
+    assert_string_equal(fg_buf_str(&body), "ok\n");
+
+    /* the device count fails: not ready again, still alive */
+    fg_test_fake_state(dir, "{\"count_error\":\"unknown\",\"gpus\":[]}");
+    assert_true(wait_for_code(readyz, 503, "[-]nvml failed: NVML unavailable: nvmlDeviceGetCount_v2: Unknown Error",
+                              5000, &body));
+    assert_int_equal(http_get(healthz, &body), 200);
+
+    int st = stop(exporter_pid, 10000);
+    exporter_pid = 0;
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fg_buf_cleanup(&body);
     stop_cluster();
 }
 
@@ -530,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_bad_usage),
         cmocka_unit_test_teardown(test_exporter_process, teardown),
         cmocka_unit_test_teardown(test_mps, teardown),
+        cmocka_unit_test_teardown(test_readiness, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

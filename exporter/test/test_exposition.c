@@ -2,7 +2,7 @@
  * test_exposition — the exposition the exporter serves: families with HELP and TYPE once, escaping,
  * no timestamps, a final newline, unknown values left out, DCGM aliases only when asked and then one
  * series per GPU (an idle GPU, a GPU of one pod, of one pod's two containers, of two pods, and MIG
- * instances), health metrics with no NVML at all and recovery once it appears, and
+ * instances), health metrics with no NVML at all, readiness and recovery once NVML appears, and
  * `promtool check metrics` on it.
  */
 #include <setjmp.h>
@@ -285,11 +285,17 @@ static void test_recovery(void **state)
     fg_test_fake_state(dir, "{\"init\":\"driver_not_loaded\"}");
     struct fg_exporter_opts o = { .node = "n", .nvml_lib = FG_FAKE_NVML_PATH, .proc_root = proc_root };
     struct fg_exporter *e = fg_exporter_new(&o, NULL);
+    char why[FG_ERRMSG_MAX] = "";
+    assert_int_equal(fg_exporter_ready(e, why), FG_E_BUSY);   /* nothing read yet */
+    assert_string_equal(why, "NVML not sampled yet");
     struct fg_buf b;
     fg_buf_init(&b, 0);
     fg_exporter_sample(e);
     fg_exporter_scrape(e, &b);
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_nvml_up{node=\"n\"} 0\n"));
+    /* not ready, and the reason names the driver */
+    assert_int_equal(fg_exporter_ready(e, why), FG_E_BUSY);
+    assert_non_null(strstr(why, "NVML unavailable: nvmlInit_v2: Driver Not Loaded"));
     /* the driver loads: the next sample opens NVML again */
     fg_test_fake_state(dir, STATE);
     fg_exporter_sample(e);
@@ -298,6 +304,7 @@ static void test_recovery(void **state)
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_nvml_up{node=\"n\"} 1\n"));
     assert_non_null(strstr(fg_buf_str(&b), "uuid=\"GPU-1\""));
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_samples_total{node=\"n\"} 2\n"));
+    assert_int_equal(fg_exporter_ready(e, why), FG_OK);
     /* the device count starts failing: health says so, nothing crashes, GPU series go away */
     fg_test_fake_state(dir, "{\"count_error\":\"unknown\",\"gpus\":[]}");
     fg_exporter_sample(e);
@@ -305,6 +312,8 @@ static void test_recovery(void **state)
     fg_exporter_scrape(e, &b);
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_nvml_up{node=\"n\"} 0\n"));
     assert_null(strstr(fg_buf_str(&b), "uuid=\"GPU-1\""));
+    assert_int_equal(fg_exporter_ready(e, why), FG_E_BUSY);
+    assert_non_null(strstr(why, "nvmlDeviceGetCount_v2"));
     fg_buf_cleanup(&b);
     fg_exporter_free(e);
 }
