@@ -84,11 +84,6 @@ static void row_family(struct fg_buf *b, const char *node, const struct fg_usage
  * which DCGM does not have for an instance. */
 enum dcgm_field { DCGM_UTIL, DCGM_FB_USED, DCGM_FB_FREE };
 
-struct dcgm_labels {
-    char gpu[16], device[24], gpu_instance[16];
-    const char *kv[19];
-};
-
 /* The device whose UUID labels d's series: d, or the GPU of a MIG instance. NULL when unknown. */
 static const struct fg_device_sample *dcgm_gpu(const struct fg_sample *smp, const struct fg_device_sample *d)
 {
@@ -110,18 +105,19 @@ static bool has_mig_instances(const struct fg_sample *smp, const struct fg_devic
  * whether they are all in one of its containers. Processes in no pod do not count. */
 static const struct fg_pod_usage *sole_pod(const struct fg_device_usage *du, bool *one_container)
 {
-    const struct fg_pod_usage *first = NULL;
-    *one_container = true;
+    const struct fg_pod_usage *pod = NULL;
+    size_t containers = 0;   /* a row per container */
     for (size_t k = 0; k < du->nrows; k++) {
         const struct fg_pod_usage *r = &du->rows[k];
         if (!r->in_pod)
             continue;
-        if (first && (strcmp(first->ref.ns, r->ref.ns) || strcmp(first->ref.name, r->ref.name)))
+        if (pod && (strcmp(pod->ref.ns, r->ref.ns) || strcmp(pod->ref.name, r->ref.name)))
             return NULL;
-        *one_container = !first;
-        first = first ? first : r;
+        pod = pod ? pod : r;
+        containers++;
     }
-    return first;
+    *one_container = containers == 1;
+    return pod;
 }
 
 static void dcgm_family(struct fg_buf *b, const char *node, const struct fg_sample *smp, const struct fg_usage *u,
@@ -134,24 +130,23 @@ static void dcgm_family(struct fg_buf *b, const char *node, const struct fg_samp
         if (!gpu || has_mig_instances(smp, d) || (f == DCGM_UTIL && (d->mig || d->util < 0)) ||
             (f != DCGM_UTIL && !d->mem_known))
             continue;
-        struct dcgm_labels l;
-        snprintf(l.gpu, sizeof l.gpu, "%u", d->index);
-        snprintf(l.device, sizeof l.device, "nvidia%u", d->index);
-        snprintf(l.gpu_instance, sizeof l.gpu_instance, "%u", d->gpu_instance);
+        char index[16], device[24], gpu_instance[16];
+        snprintf(index, sizeof index, "%u", d->index);
+        snprintf(device, sizeof device, "nvidia%u", d->index);
+        snprintf(gpu_instance, sizeof gpu_instance, "%u", d->gpu_instance);
         bool one_container;
         const struct fg_pod_usage *pod = sole_pod(&u->devs[i], &one_container);
-        const char *kv[] = { "gpu", l.gpu, "UUID", gpu->uuid, "device", l.device, "modelName", d->model,
-                             "GPU_I_ID", d->mig ? l.gpu_instance : NULL, "Hostname", node,
-                             "namespace", pod ? pod->ref.ns : NULL, "pod", pod ? pod->ref.name : NULL,
-                             "container", pod && one_container ? pod->ref.container : NULL, NULL };
-        memcpy(l.kv, kv, sizeof kv);
+        const char *labels[] = { "gpu", index, "UUID", gpu->uuid, "device", device, "modelName", d->model,
+                                 "GPU_I_ID", d->mig ? gpu_instance : NULL, "Hostname", node,
+                                 "namespace", pod ? pod->ref.ns : NULL, "pod", pod ? pod->ref.name : NULL,
+                                 "container", pod && one_container ? pod->ref.container : NULL, NULL };
         /* used as fracgpu_gpu_memory_used_bytes (without the driver's reservation where the driver
          * reports it apart); free as NVML counts it: what neither processes nor the driver hold */
         uint64_t taken = d->mem_used + (d->reserved_known ? d->mem_reserved : 0);
         uint64_t v = f == DCGM_UTIL ? (uint64_t)d->util
                    : f == DCGM_FB_USED ? d->mem_used >> 20
                    : taken < d->mem_total ? (d->mem_total - taken) >> 20 : 0;
-        fg_prom_sample_u64(b, names[f], l.kv, v);
+        fg_prom_sample_u64(b, names[f], labels, v);
     }
 }
 

@@ -154,8 +154,8 @@ static void test_dcgm_aliases(void **state)
     assert_non_null(strstr(text, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
     assert_non_null(strstr(text, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-1\",device=\"nvidia0\",modelName=\"Weird "
                                  "\\\"model\\\" \\\\ with\\nnewline\",Hostname=\"node-\\\"a\\\"\"} 42\n"));
-    assert_non_null(strstr(text, "DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-2\",device=\"nvidia1\",modelName=\"NVIDIA L4\","
-                                 "Hostname=\"node-\\\"a\\\"\"} 0\n"));
+    assert_non_null(strstr(text, "DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-2\",device=\"nvidia1\","
+                                 "modelName=\"NVIDIA L4\",Hostname=\"node-\\\"a\\\"\"} 0\n"));
     assert_non_null(strstr(text, "DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-2\""));
     assert_null(strstr(text, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));   /* GPU-2 reports no utilization */
     promtool(text);
@@ -183,7 +183,8 @@ static struct fg_pod_usage pod_row(const char *ns, const char *pod, const char *
     return r;
 }
 
-#define DCGM(family, gpu, uuid, model) family "{gpu=\"" gpu "\",UUID=\"" uuid "\",device=\"nvidia" gpu "\",modelName=\"" model "\""
+#define DCGM(family, gpu, uuid, model)                                                                   \
+    family "{gpu=\"" gpu "\",UUID=\"" uuid "\",device=\"nvidia" gpu "\",modelName=\"" model "\""
 
 /* The aliases are device-level: one series per GPU whoever uses it, pod labels only for a GPU that one
  * pod alone uses, a GPU in MIG mode through its instances under its own UUID. */
@@ -206,7 +207,8 @@ static void test_dcgm_aliases_per_gpu(void **state)
     struct fg_pod_usage one[] = { pod_row("ml", "llm-0", "server", 2 * GIB - MIB, 37),
                                   { .in_pod = false, .mem_known = true, .mem_used = MIB, .util = 0 } };
     struct fg_pod_usage shared[] = { pod_row("ml", "a", "c", 100 * MIB, 30), pod_row("ml", "b", "c", 200 * MIB, 50) };
-    struct fg_pod_usage two[] = { pod_row("ml", "train", "main", GIB / 2, -1), pod_row("ml", "train", "side", GIB / 2, -1) };
+    struct fg_pod_usage two[] = { pod_row("ml", "train", "main", GIB / 2, -1),
+                                  pod_row("ml", "train", "side", GIB / 2, -1) };
     struct fg_pod_usage mig[] = { pod_row("ml", "mig-0", "c", GIB, 50) };
     struct fg_device_usage du[6] = {
         { .dev = &devs[0], .rows = one, .nrows = 2 },     { .dev = &devs[1], .rows = shared, .nrows = 2 },
@@ -249,10 +251,10 @@ static void test_dcgm_aliases_per_gpu(void **state)
     assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"3\""));
     /* MIG: the instance under its GPU's UUID with GPU_I_ID and its one pod; no utilization alias (DCGM has
      * none for an instance), and no series for the GPU itself */
-    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "4", "GPU-mig", "NVIDIA H100")
-                              ",GPU_I_ID=\"3\",Hostname=\"n1\",namespace=\"ml\",pod=\"mig-0\",container=\"c\"} 1024\n"));
-    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_FREE", "4", "GPU-mig", "NVIDIA H100")
-                              ",GPU_I_ID=\"3\",Hostname=\"n1\",namespace=\"ml\",pod=\"mig-0\",container=\"c\"} 9216\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "4", "GPU-mig", "NVIDIA H100") ",GPU_I_ID=\"3\","
+                              "Hostname=\"n1\",namespace=\"ml\",pod=\"mig-0\",container=\"c\"} 1024\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_FREE", "4", "GPU-mig", "NVIDIA H100") ",GPU_I_ID=\"3\","
+                              "Hostname=\"n1\",namespace=\"ml\",pod=\"mig-0\",container=\"c\"} 9216\n"));
     assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"4\""));
     /* one series per GPU (five: the MIG GPU through its one instance), so sums count each GPU once */
     assert_int_equal(lines_starting(t, "DCGM_FI_DEV_GPU_UTIL{"), 3);
@@ -321,8 +323,8 @@ static void test_recovery(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exposition), cmocka_unit_test(test_dcgm_aliases), cmocka_unit_test(test_dcgm_aliases_per_gpu),
-        cmocka_unit_test(test_no_nvml),
+        cmocka_unit_test(test_exposition), cmocka_unit_test(test_dcgm_aliases),
+        cmocka_unit_test(test_dcgm_aliases_per_gpu), cmocka_unit_test(test_no_nvml),
         cmocka_unit_test(test_recovery),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
