@@ -9,11 +9,14 @@
  * NVML is opened lazily and reopened after failures: no library, no driver, or a device count that
  * fails all leave the exporter running with its health metrics saying so (fracgpu_exporter_nvml_up
  * 0), a log line when the condition starts or changes, one when it clears, and a new attempt every
- * interval.
+ * interval. Meanwhile the exporter is not ready (fg_exporter_ready, the node agent's /readyz check
+ * "nvml", saying why) but alive: /healthz stays ok, since restarting the process would not load a
+ * driver; it is ready again from the first sample that reads NVML.
  *
  * On the node agent, fg_exporter_setup declares it on the manager: this node's pods (pods.h), the
- * sampler as a runnable of every replica, and the published exposition as a collector of the
- * manager's metrics registry, so /metrics serves it after the process's own families.
+ * sampler as a runnable of every replica, the published exposition as a collector of the manager's
+ * metrics registry, so /metrics serves it after the process's own families, and fg_exporter_ready as
+ * the readiness check "nvml".
  *
  * Ownership: the exporter owns its NVML handle, sampler and texts, and borrows `pods` (may be NULL)
  * and the option strings, which must outlive it.
@@ -48,6 +51,9 @@ void fg_exporter_sample(struct fg_exporter *e);
 enum fg_err fg_exporter_start(struct fg_exporter *e, char *errmsg) FG_MUST_USE;
 /* Stops the sampler thread, if running; it may be started again. */
 void fg_exporter_stop(struct fg_exporter *e);
+/* FG_OK when the last sample read NVML; FG_E_BUSY before the first sample and after one that could
+ * not (errmsg says why: no library, no driver, a failing device count). Any thread. */
+enum fg_err fg_exporter_ready(struct fg_exporter *e, char *errmsg) FG_MUST_USE;
 /* Appends the published exposition to out. Any thread. */
 void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out);
 

@@ -1,7 +1,7 @@
 /*
  * setup — the exporter as a component of the node agent's manager (see exporter.h): this node's pod
- * informer, the sampler as a runnable of every replica, and the published exposition served at the
- * manager's /metrics by a collector.
+ * informer, the sampler as a runnable of every replica, the published exposition served at the
+ * manager's /metrics by a collector, and whether NVML answered the last sample as a /readyz check.
  */
 #include <stdlib.h>
 
@@ -22,6 +22,11 @@ static void collect(void *ud, struct fg_buf *out)
     fg_exporter_scrape(ud, out);
 }
 
+static enum fg_err ready(void *ud, char *errmsg)
+{
+    return fg_exporter_ready(ud, errmsg);
+}
+
 static void free_exporter(void *ud)
 {
     fg_exporter_free(ud);
@@ -40,5 +45,8 @@ enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opt
                                                            .ud = e });
     if (err)
         return fg_errmsg(errmsg, err, "cannot register the exporter's sampler");
+    err = fg_manager_add_readyz(m, "nvml", ready, e);
+    if (err)
+        return fg_errmsg(errmsg, err, "cannot register the exporter's readiness check");
     return FG_OK;
 }

@@ -28,7 +28,8 @@ static void usage(FILE *out)
                  "  --nvml-lib PATH         NVML library (default libnvidia-ml.so.1)\n"
                  "  --proc-root DIR         the host's /proc (default /proc)\n"
                  "  --interval D            sampling period, e.g. 500ms, 10s (default 10s)\n"
-                 "  --dcgm-aliases          also serve DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED per pod\n");
+                 "  --dcgm-aliases          also serve DCGM_FI_DEV_GPU_UTIL, _FB_USED and _FB_FREE per GPU, as\n"
+                 "                          dcgm-exporter does\n");
     fg_manager_flags_usage(out, DEFAULT_LISTEN, false);
 }
 

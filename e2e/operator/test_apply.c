@@ -2,8 +2,8 @@
  * `kubectl apply -k manifests/` with the real kubectl against the test API server, as an
  * administrator installs fracgpu:
  *   - the first apply creates every object of manifests/ (namespace, CRDs, service accounts,
- *     cluster roles and bindings, role and binding, services, the operator Deployment, the node-agent
- *     DaemonSet) and exits 0;
+ *     cluster roles and bindings, role and binding, services, the node agent's PriorityClass, the
+ *     operator Deployment, the node-agent DaemonSet) and exits 0;
  *   - `kubectl get` of each kind finds them by name, with the columns kubectl shows on a cluster,
  *     and `kubectl get all` the workloads and services;
  *   - a second apply changes nothing: every object is "unchanged";
@@ -52,6 +52,7 @@ static const char *const objects[] = {
     "service/fracgpu-node-agent",
     "service/fracgpu-operator-metrics",
     "service/fracgpu-webhook",
+    "priorityclass.scheduling.k8s.io/fracgpu-node-critical",
     "deployment.apps/fracgpu-operator",
     "poddisruptionbudget.policy/fracgpu-operator",
     "daemonset.apps/fracgpu-node-agent",
@@ -152,6 +153,13 @@ static void test_apply_manifests(void **state)
     expect_get("mutatingwebhookconfigurations", false, "NAME WEBHOOKS AGE", hooks, 1);
     const char *pdbs[] = { "fracgpu-operator" };
     expect_get("pdb", true, "NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE", pdbs, 1);
+    const char *classes[] = { "fracgpu-node-critical" };
+    expect_get("priorityclasses", false, "NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY", classes, 1);
+    /* the DaemonSet's pods run at fracgpu's class, not system-node-critical (see the manifest) */
+    if (kubectl(&out, NULL, "get", "ds", "fracgpu-node-agent", "-n", NS,
+                "-o=jsonpath={.spec.template.spec.priorityClassName}", NULL) != 0 ||
+        strcmp(fg_buf_str(&out), "fracgpu-node-critical"))
+        fail_msg("node agent's priorityClassName: %s", fg_buf_str(&out));
 
     /* `kubectl get all` (the category) finds the workloads and services, not the RBAC objects. */
     if (kubectl(&out, NULL, "get", "all", "-n", NS, "-o", "name", NULL) != 0)
