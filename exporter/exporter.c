@@ -34,6 +34,8 @@ struct fg_exporter {
     bool stopping;
     bool running;
     pthread_t thread;
+    fg_exporter_devices_fn *on_devices;
+    void *on_devices_ud;
 };
 
 /* Logs an NVML problem when it starts or changes; a repeat stays quiet. */
@@ -92,6 +94,8 @@ void fg_exporter_sample(struct fg_exporter *e)
     bool ok = read_nvml(e, &smp, why);
     if (ok)
         fg_usage_build(&smp, e->opts.proc_root, e->pods, &u);
+    if (e->on_devices)
+        e->on_devices(e->on_devices_ud, smp.devs, ok ? smp.ndevs : 0, ok);
 
     h->samples++;
     h->nvml_up = ok;
@@ -120,6 +124,12 @@ void fg_exporter_sample(struct fg_exporter *e)
     pthread_mutex_unlock(&e->mu);
     free(old);
     malloc_trim(0);   /* give the sample's scratch memory back: the exporter idles between samples */
+}
+
+void fg_exporter_on_devices(struct fg_exporter *e, fg_exporter_devices_fn *fn, void *ud)
+{
+    e->on_devices = fn;
+    e->on_devices_ud = ud;
 }
 
 struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct fg_pods *pods)

@@ -30,6 +30,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "exporter/pods.h"
+#include "exporter/sample.h"
 #include "operator/manager/manager.h"
 
 struct fg_exporter_opts {
@@ -57,7 +58,16 @@ enum fg_err fg_exporter_ready(struct fg_exporter *e, char *errmsg) FG_MUST_USE;
 /* Appends the published exposition to out. Any thread. */
 void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out);
 
-/* Declares the exporter on m (see above); opts' strings must outlive m. errmsg says what failed. */
-enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, char *errmsg) FG_MUST_USE;
+/* Told after every sample which devices NVML showed (nvml_up false: NVML could not be read, devs
+ * empty), on the sampler thread: how the device plugin learns the node's GPUs and their health from
+ * the one reader of NVML. */
+typedef void fg_exporter_devices_fn(void *ud, const struct fg_device_sample *devs, size_t n, bool nvml_up);
+/* Sets the observer (one; before fg_exporter_start). */
+void fg_exporter_on_devices(struct fg_exporter *e, fg_exporter_devices_fn *fn, void *ud);
+
+/* Declares the exporter on m (see above); opts' strings must outlive m. *out (may be NULL) gets the
+ * exporter, which belongs to m. errmsg says what failed. */
+enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, struct fg_exporter **out,
+                              char *errmsg) FG_MUST_USE;
 
 #endif

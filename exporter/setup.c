@@ -32,7 +32,8 @@ static void free_exporter(void *ud)
     fg_exporter_free(ud);
 }
 
-enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, char *errmsg)
+enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, struct fg_exporter **out,
+                              char *errmsg)
 {
     struct fg_pods *pods;
     enum fg_err err = fg_pods_setup(m, opts->node, &pods, errmsg);
@@ -48,5 +49,7 @@ enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opt
     err = fg_manager_add_readyz(m, "nvml", ready, e);
     if (err)
         return fg_errmsg(errmsg, err, "cannot register the exporter's readiness check");
+    if (out)
+        *out = e;
     return FG_OK;
 }

@@ -85,7 +85,7 @@ int fg_cmd_node_agent(int argc, char **argv)
         fg_log(FG_LOG_ERROR, "node-agent", "cannot start: %s", errmsg);
         return 1;
     }
-    if (fg_exporter_setup(m, &exporter, errmsg) != FG_OK) {
+    if (fg_exporter_setup(m, &exporter, NULL, errmsg) != FG_OK) {
         fg_log(FG_LOG_ERROR, "node-agent", "cannot set up the exporter: %s", errmsg);
         fg_manager_free(m);
         return 1;
