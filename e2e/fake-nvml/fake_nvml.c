@@ -2,8 +2,8 @@
  * fake_nvml — a libnvidia-ml.so for machines without a GPU.
  *
  * It exports, under their real names and signatures (exporter/nvml.h), every NVML call the exporter
- * makes, and answers from a JSON state file named by $FG_FAKE_NVML_STATE, re-read whenever the
- * file changes, so a test can change the "hardware" under a running exporter:
+ * and the capacity holder make, and answers from a JSON state file named by $FG_FAKE_NVML_STATE,
+ * re-read whenever the file changes, so a test can change the "hardware" under a running exporter:
  *
  *   { "init": "ok" | "<error>",            nvmlInit_v2's answer ("driver_not_loaded", ...)
  *     "count_error": "<error>",            nvmlDeviceGetCount_v2 fails
@@ -19,21 +19,48 @@
  *                 "samples": [ { "pid", "ts", "sm", "mem" } ], "samples_error": "<error>",
  *                                           (ts 0: "now", a fresh sample at every call)
  *                 "gpm": true,              GPM supported (Hopper and later)
+ *                 "minor": N,               /dev/nvidiaN (default: the GPU's position in "gpus")
+ *                 "compute_mode": M,        the mode until someone sets another: 0 DEFAULT,
+ *                                           2 PROHIBITED, 3 EXCLUSIVE_PROCESS (or those names in
+ *                                           lower case); default 0
+ *                 "compute_mode_error": "<error>",      nvmlDeviceGetComputeMode fails so
+ *                 "set_compute_mode_error": "<error>",  nvmlDeviceSetComputeMode fails so
+ *                                           ("no_permission": the caller is not root)
  *                 "mig": [ { "gi", "uuid", "total", "used", "sm": 0..100 } ] } ] }   sm: GPM SM activity
  *
  * Errors are named by their NVML suffix in lower case: "not_supported", "gpu_is_lost",
  * "driver_not_loaded", "no_permission", "uninitialized", "unknown". Device handles point into static
  * tables, so they stay valid across reloads (a GPU that went away answers "gpu_is_lost"). Only
  * json-c and libc are used, so the library loads into any process.
+ *
+ * Compute modes outlive the process that set them, as a real GPU's do, but the state file is not
+ * theirs to write: it belongs to whoever drives the fake (a test, the simulated cluster), which
+ * rewrites it whole. So a mode set through nvmlDeviceSetComputeMode goes to a file of its own beside
+ * the state, "<state>.modes.json": one object, GPU UUID to mode number ({"GPU-1": 3}), replaced
+ * atomically (written to a temporary name, then renamed) under an flock on "<state>.modes.lock", so
+ * processes that set modes on different GPUs of one node never lose each other's writes. Every
+ * nvmlDeviceGetComputeMode reads it afresh; a UUID it does not name has the state's "compute_mode".
+ * Deleting the file resets every GPU.
+ *
+ * Device visibility: a container sees only the GPUs whose device nodes its runtime mounted, and NVML
+ * inside it enumerates only those, numbered from 0. When $FG_FAKE_NVML_VISIBLE is set (read at
+ * nvmlInit_v2, which always loads the state, and at each reload) it is that list — GPU UUIDs separated by commas, empty for none — and only the state's
+ * GPUs it names are visible: the count, the handles by index and nvmlDeviceGetIndex are over them, in
+ * the state's order; a UUID the state does not hold is simply not there. Unset, every GPU is
+ * visible. nvmlDeviceGetMinorNumber keeps the host's number, as the real device node does.
  */
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exporter/nvml.h"
 
@@ -67,12 +94,17 @@ struct nvmlDevice_st {
     struct fake_sample *samples;
     unsigned nsamples;
     unsigned nmig;
+    unsigned minor;
+    nvmlComputeMode_t compute_mode;   /* the state's; the modes file overrides it */
+    nvmlReturn_t compute_mode_error, set_compute_mode_error;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct nvmlDevice_st gpus[FAKE_MAX_GPUS];
 static struct nvmlDevice_st migs[FAKE_MAX_GPUS][FAKE_MAX_MIG];
 static unsigned ngpus;
+static unsigned visible[FAKE_MAX_GPUS];   /* index as NVML numbers it -> slot in gpus[] */
+static unsigned nvisible;
 static nvmlReturn_t init_result, count_error;
 static bool initialised;
 static struct timespec loaded_mtime;
@@ -113,6 +145,20 @@ static const char *str(json_object *o, const char *k)
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 }
 
+/* A compute mode written as a number or as its name in lower case; DEFAULT when absent or unknown. */
+static nvmlComputeMode_t mode_of(json_object *v)
+{
+    static const char *const names[] = { "default", "exclusive_thread", "prohibited", "exclusive_process" };
+    if (v && json_object_is_type(v, json_type_int)) {
+        int64_t m = json_object_get_int64(v);
+        return m >= 0 && m < NVML_COMPUTEMODE_COUNT ? (nvmlComputeMode_t)m : NVML_COMPUTEMODE_DEFAULT;
+    }
+    for (int i = 0; v && i < NVML_COMPUTEMODE_COUNT; i++)
+        if (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), names[i]) == 0)
+            return (nvmlComputeMode_t)i;
+    return NVML_COMPUTEMODE_DEFAULT;
+}
+
 static unsigned load_procs(json_object *arr, struct fake_proc **outp)
 {
     size_t len = arr ? json_object_array_length(arr) : 0;
@@ -150,6 +196,10 @@ static void load_device(struct nvmlDevice_st *d, json_object *g, unsigned index)
     d->error = err_named(str(g, "error"));
     d->procs_error = err_named(str(g, "procs_error"));
     d->samples_error = err_named(str(g, "samples_error"));
+    d->minor = (unsigned)num(g, "minor", index);
+    d->compute_mode = mode_of(member(g, "compute_mode"));
+    d->compute_mode_error = err_named(str(g, "compute_mode_error"));
+    d->set_compute_mode_error = err_named(str(g, "set_compute_mode_error"));
     d->nprocs = load_procs(member(g, "procs"), &d->procs);
     d->nmps = load_procs(member(g, "mps_procs"), &d->mps);
     json_object *s = member(g, "samples");
@@ -160,6 +210,32 @@ static void load_device(struct nvmlDevice_st *d, json_object *g, unsigned index)
         d->samples[d->nsamples++] = (struct fake_sample){ (unsigned)num(e, "pid", 0), (unsigned)num(e, "sm", 0),
                                                           (unsigned)num(e, "mem", 0), num(e, "ts", 0) };
     }
+}
+
+/* Whether uuid is in $FG_FAKE_NVML_VISIBLE (always, when it is unset). */
+static bool is_visible(const char *uuid)
+{
+    const char *list = getenv("FG_FAKE_NVML_VISIBLE");
+    if (!list)
+        return true;
+    size_t len = strlen(uuid);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, uuid, n) == 0)
+            return true;
+        p += n + (end ? 1 : 0);
+    }
+    return false;
+}
+
+/* Numbers the visible GPUs as NVML inside a container does: 0.., in the state's order. mu held. */
+static void select_visible(void)
+{
+    nvisible = 0;
+    for (unsigned i = 0; i < ngpus; i++)
+        if (is_visible(gpus[i].uuid))
+            visible[nvisible++] = i;
 }
 
 /* Re-reads the state file when it changed. Called with mu held. */
@@ -213,6 +289,7 @@ static void reload(void)
     }
     ngpus = n;
     json_object_put(root);
+    select_visible();
 }
 
 /* Every device call starts here: the device's forced error, or success. */
@@ -269,7 +346,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
     if (r == NVML_SUCCESS && init_result != NVML_SUCCESS)
         r = init_result;   /* the driver went away under a running process */
     if (r == NVML_SUCCESS)
-        *n = ngpus;
+        *n = nvisible;
     pthread_mutex_unlock(&mu);
     return r;
 }
@@ -278,10 +355,12 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *dev)
 {
     if (!initialised)
         return NVML_ERROR_UNINITIALIZED;
-    if (i >= ngpus)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *dev = &gpus[i];
-    return NVML_SUCCESS;
+    pthread_mutex_lock(&mu);
+    nvmlReturn_t r = i < nvisible ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS)
+        *dev = &gpus[visible[i]];
+    pthread_mutex_unlock(&mu);
+    return r;
 }
 
 static nvmlReturn_t copy_str(nvmlDevice_t dev, const char *s, char *out, unsigned int len)
@@ -526,6 +605,113 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m)
         m->metrics[i].value = sm ? m->sample2->sm : 0;
     }
     return NVML_SUCCESS;
+}
+
+/* ---- compute modes (the modes file beside the state) and the device's numbers ---- */
+
+/* path of "<state><suffix>" into out; false without a state. */
+static bool beside_state(const char *suffix, char *out, size_t size)
+{
+    const char *state = getenv("FG_FAKE_NVML_STATE");
+    return state && (size_t)snprintf(out, size, "%s%s", state, suffix) < size;
+}
+
+/* The mode the modes file records for uuid, else dflt. */
+static nvmlComputeMode_t recorded_mode(const char *uuid, nvmlComputeMode_t dflt)
+{
+    char path[4096];
+    if (!beside_state(".modes.json", path, sizeof path) || access(path, F_OK) != 0)
+        return dflt;
+    json_object *modes = json_object_from_file(path);
+    json_object *v = member(modes, uuid);
+    nvmlComputeMode_t m = v ? mode_of(v) : dflt;
+    json_object_put(modes);
+    return m;
+}
+
+/* Records uuid's mode: read, change, write to a temporary name and rename, all under the lock. */
+static nvmlReturn_t record_mode(const char *uuid, nvmlComputeMode_t mode)
+{
+    char path[4096], lock[4096], tmp[4200];
+    if (!beside_state(".modes.json", path, sizeof path) || !beside_state(".modes.lock", lock, sizeof lock))
+        return NVML_ERROR_UNKNOWN;
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return NVML_ERROR_UNKNOWN;
+    nvmlReturn_t r = NVML_ERROR_UNKNOWN;
+    if (flock(fd, LOCK_EX) != 0)
+        goto out_close;
+    json_object *modes = access(path, F_OK) == 0 ? json_object_from_file(path) : NULL;
+    if (!modes || !json_object_is_type(modes, json_type_object)) {
+        json_object_put(modes);
+        modes = json_object_new_object();
+    }
+    json_object_object_add(modes, uuid, json_object_new_int((int)mode));
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    if (json_object_to_file_ext(tmp, modes, JSON_C_TO_STRING_PLAIN) == 0 && rename(tmp, path) == 0)
+        r = NVML_SUCCESS;
+    else
+        unlink(tmp);
+    json_object_put(modes);
+out_close:
+    close(fd);   /* releases the lock */
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t dev, nvmlComputeMode_t *mode)
+{
+    DEVICE_ENTRY(dev);
+    if (!mode)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&mu);
+    nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : dev->compute_mode_error;
+    if (!r)
+        *mode = recorded_mode(dev->uuid, dev->compute_mode);
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t dev, nvmlComputeMode_t mode)
+{
+    DEVICE_ENTRY(dev);
+    /* current drivers refuse the deprecated EXCLUSIVE_THREAD */
+    if ((int)mode < 0 || mode >= NVML_COMPUTEMODE_COUNT || mode == NVML_COMPUTEMODE_EXCLUSIVE_THREAD)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&mu);
+    nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : dev->set_compute_mode_error;
+    if (!r)
+        r = record_mode(dev->uuid, mode);
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned int *index)
+{
+    DEVICE_ENTRY(dev);
+    if (!index)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&mu);
+    nvmlReturn_t r = dev->error ? dev->error : NVML_ERROR_NOT_FOUND;
+    for (unsigned i = 0; !dev->error && i < nvisible; i++)
+        if (&gpus[visible[i]] == dev) {
+            *index = i;
+            r = NVML_SUCCESS;
+        }
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t dev, unsigned int *minor)
+{
+    DEVICE_ENTRY(dev);
+    if (!minor)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&mu);
+    nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
+    if (!r)
+        *minor = dev->minor;
+    pthread_mutex_unlock(&mu);
+    return r;
 }
 
 /* Unloading the library frees what the state file made. */
