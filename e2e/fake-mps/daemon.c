@@ -30,8 +30,8 @@ struct daemon {
     bool quit;
 };
 
-static void logf_(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct daemon *d, const char *fmt, ...)
+static void daemon_log(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void daemon_log(struct daemon *d, const char *fmt, ...)
 {
     if (!d->log)
         return;
@@ -64,7 +64,7 @@ static void write_limits(struct daemon *d)
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp", d->limits);
     if (json_object_to_file_ext(tmp, o, JSON_C_TO_STRING_PLAIN) != 0 || rename(tmp, d->limits) != 0)
-        logf_(d, "cannot write %s: %s", d->limits, strerror(errno));
+        daemon_log(d, "cannot write %s: %s", d->limits, strerror(errno));
     json_object_put(o);
 }
 
@@ -108,15 +108,15 @@ static void command(struct daemon *d, char *line, char *out, size_t size)
     } else if (!strcmp(cmd, "quit")) {
         d->quit = true;
     } else {
-        logf_(d, "Unknown command %s", cmd);
+        daemon_log(d, "Unknown command %s", cmd);
     }
 }
 
 /* One client connection: a line in, the reply out. */
 static void serve(struct daemon *d, int fd)
 {
-    logf_(d, "Accepting connection...");
-    logf_(d, "NEW UI");
+    daemon_log(d, "Accepting connection...");
+    daemon_log(d, "NEW UI");
     char line[1024];
     size_t len = 0;
     struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -130,12 +130,12 @@ static void serve(struct daemon *d, int fd)
     }
     line[len] = '\0';
     line[strcspn(line, "\r\n")] = '\0';
-    logf_(d, "Cmd:%s", line);
+    daemon_log(d, "Cmd:%s", line);
     char out[1024];
     command(d, line, out, sizeof out);
     if (out[0] && send(fd, out, strlen(out), MSG_NOSIGNAL) < 0)
-        logf_(d, "cannot answer: %s", strerror(errno));
-    logf_(d, "UI closed");
+        daemon_log(d, "cannot answer: %s", strerror(errno));
+    daemon_log(d, "UI closed");
     write_limits(d);
 }
 
@@ -181,8 +181,8 @@ static const char *start(struct daemon *d, char *why, size_t size)
     d->sig_fd = signalfd(-1, &sigs, SFD_CLOEXEC);
     if (d->sig_fd < 0)
         return failed(why, size, "signalfd: %s", strerror(errno));
-    logf_(d, "Starting control daemon using socket %s", d->sock);
-    logf_(d, "To connect CUDA applications to this daemon, set env CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
+    daemon_log(d, "Starting control daemon using socket %s", d->sock);
+    daemon_log(d, "To connect CUDA applications to this daemon, set env CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
     write_limits(d);
     return NULL;
 }
@@ -196,7 +196,7 @@ static void run(struct daemon *d)
         if (p[1].revents) {
             struct signalfd_siginfo si;
             if (read(d->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
-                logf_(d, "Exiting on signal %u", si.ssi_signo);
+                daemon_log(d, "Exiting on signal %u", si.ssi_signo);
             break;
         }
         if (p[0].revents) {
@@ -208,7 +208,7 @@ static void run(struct daemon *d)
         }
     }
     if (d->quit)
-        logf_(d, "Exit");
+        daemon_log(d, "Exit");
 }
 
 static void cleanup(struct daemon *d, bool started)

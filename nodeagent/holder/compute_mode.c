@@ -7,8 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The recorded mode: true when saved_path holds one. */
-static bool read_record(const char *saved_path, nvmlComputeMode_t *mode)
+bool fg_holder_mode_recorded(const char *saved_path, nvmlComputeMode_t *mode)
 {
     FILE *f = fopen(saved_path, "r");
     if (!f)
@@ -59,7 +58,7 @@ enum fg_err fg_holder_mode_take(const struct fg_nvml *nv, nvmlDevice_t dev, cons
     if (r != NVML_SUCCESS)
         return fg_errmsg(errmsg, FG_E_IO, "nvmlDeviceGetComputeMode: %s (NVML error %d)", fg_nvml_strerror(nv, r),
                          (int)r);
-    bool recorded = read_record(saved_path, previous);
+    bool recorded = fg_holder_mode_recorded(saved_path, previous);
     if (!recorded) {
         *previous = now;
         enum fg_err err = write_record(saved_path, now, errmsg);

@@ -9,10 +9,13 @@
  * The mode the GPU had before is written to a small file first (FG_MPS_PREVIOUS_MODE in the GPU's
  * MPS directory, mps_paths.h) and given back from there: a holder that crashed after taking the GPU
  * left it in EXCLUSIVE_PROCESS, and the holder that replaces it must restore the mode from before the
- * first one, not the one it found. Restoring removes the file.
+ * first one, not the one it found. Restoring removes the file; a holder without MPS that finds one
+ * restores it too, so a GPU an mps holder left exclusive does not stay so under timesliced tenants.
  */
 #ifndef FG_NODEAGENT_HOLDER_COMPUTE_MODE_H
 #define FG_NODEAGENT_HOLDER_COMPUTE_MODE_H
+
+#include <stdbool.h>
 
 #include "base/err.h"
 #include "exporter/nvml.h"
@@ -24,6 +27,10 @@
  * failure the GPU's mode is what it was. */
 enum fg_err fg_holder_mode_take(const struct fg_nvml *nv, nvmlDevice_t dev, const char *saved_path,
                                 nvmlComputeMode_t *previous, char *errmsg) FG_MUST_USE;
+
+/* The mode recorded in saved_path: true and *mode set when a record is there. A record found by a
+ * holder that does not run MPS was left by an mps holder that crashed on this GPU. */
+bool fg_holder_mode_recorded(const char *saved_path, nvmlComputeMode_t *mode);
 
 /* Sets `previous` back and removes saved_path. FG_E_IO / FG_E_UNSUPPORTED as above; the record stays
  * when the mode could not be set, so that the next holder tries again. */

@@ -148,6 +148,21 @@ static enum fg_err mps_begin(struct fg_holder *h)
     return FG_OK;
 }
 
+/* Without MPS: a compute mode recorded by an mps holder that crashed on this GPU is given back. */
+static void restore_left_mode(struct fg_holder *h)
+{
+    char why[FG_ERRMSG_MAX] = "";
+    nvmlComputeMode_t mode;
+    if (fg_mps_dir(h->opts.mps_root, h->gpu.uuid, FG_MPS_PREVIOUS_MODE, h->mode_path, sizeof h->mode_path, why) ||
+        !fg_holder_mode_recorded(h->mode_path, &mode))
+        return;
+    if (fg_holder_mode_restore(&h->nvml, h->gpu.dev, h->mode_path, mode, why) == FG_OK)
+        LOG_POD(h, FG_LOG_INFO, "GPU %s back in %s, the mode an mps holder before this one had taken it from",
+                h->gpu.uuid, fg_nvml_compute_mode_name(mode));
+    else
+        LOG_POD(h, FG_LOG_ERROR, "cannot restore the compute mode a previous holder left: %s", why);
+}
+
 /* Quits the daemon and restores the compute mode, whatever got done of mps_begin. */
 static void mps_end(struct fg_holder *h)
 {
@@ -172,7 +187,8 @@ static void mps_end(struct fg_holder *h)
 
 /* As PID 1 of its container the holder inherits the daemon's orphans (the daemon itself, which -d
  * detaches, and the servers of a daemon that died): reap them, so that none stays a zombie. Every
- * child the holder starts itself it has already waited for when this runs. */
+ * child this thread starts it has already waited for when this runs; the only other children a
+ * holder can have are an exec credential plugin's, which a pod's in-cluster configuration never uses. */
 static void reap_orphans(void)
 {
     if (getpid() != 1)
@@ -222,6 +238,8 @@ void *fg__holder_main(void *arg)
         set_status(h, "starting MPS");
         if (mps_begin(h) != FG_OK)
             goto out;
+    } else {
+        restore_left_mode(h);
     }
     set_status(h, "annotating its pod");
     if (report(h, path, pod) != FG_OK)

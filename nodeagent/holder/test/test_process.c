@@ -8,7 +8,7 @@
  *     workload's limits, a killed daemon noticed and started again with them, and on SIGTERM the
  *     daemon quit and the compute mode restored;
  *   - the compute mode refused, the daemon unable to start: exit 1, nothing left changed, the pod not
- *     announced as a bin;
+ *     announced as a bin; a mode a crashed mps holder left is given back by the next holder;
  *   - its pod not there yet and the API refusing the patch: retried, logged, not ready meanwhile,
  *     done once the server lets it; a SIGTERM ends the retrying at once.
  */
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/fs.h"
 #include "exporter/test/fake_state.h"
 #include "holder_env.h"
 
@@ -274,6 +275,30 @@ static void test_mps_failures(void **state)
     assert_int_equal(holder_compute_mode(MPS_GPU), 0);
 }
 
+/* A GPU an mps holder left in EXCLUSIVE_PROCESS (it crashed) is given back by the next holder,
+ * here one without MPS. */
+static void test_left_mode(void **state)
+{
+    (void)state;
+    fg_test_fake_state(env.dir, "{\"gpus\":[{\"uuid\":\"GPU-left\",\"total\":42949672960,\"compute_mode\":3}]}");
+    char path[256];
+    snprintf(path, sizeof path, "%s/GPU-left", env.mps_root);
+    assert_int_equal(fg_mkdir_p(path), 0);
+    snprintf(path, sizeof path, "%s/GPU-left/previous-compute-mode", env.mps_root);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("0 DEFAULT\n", f);
+    fclose(f);
+    assert_int_equal(holder_compute_mode("GPU-left"), 3);
+    holder_pod_create(&env, "capacity-after", "");
+    SPAWN(NULL, "capacity-after", NULL);
+    expect_log("annotated with GPU GPU-left", 15000);
+    expect_log("GPU GPU-left back in DEFAULT, the mode an mps holder before this one had taken it from", 0);
+    assert_int_equal(holder_compute_mode("GPU-left"), 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    expect_clean_stop();
+}
+
 static void test_api_retries(void **state)
 {
     (void)state;
@@ -315,6 +340,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wrong_gpus, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mps_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_left_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_api_retries, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,6 +229,9 @@ static void test_compute_mode(void **state)
     struct fg_buf b = FG_BUF_INIT;
     assert_int_equal(fg_buf_read_file(&b, record, NULL), FG_OK);
     assert_string_equal(fg_buf_str(&b), "2 PROHIBITED\n");
+    nvmlComputeMode_t rec = NVML_COMPUTEMODE_COUNT;
+    assert_true(fg_holder_mode_recorded(record, &rec));
+    assert_int_equal(rec, NVML_COMPUTEMODE_PROHIBITED);
     /* a holder that crashed and came back finds EXCLUSIVE_PROCESS, and still restores PROHIBITED */
     prev = NVML_COMPUTEMODE_COUNT;
     assert_int_equal(fg_holder_mode_take(&nv, d1, record, &prev, msg), FG_OK);
@@ -236,6 +239,7 @@ static void test_compute_mode(void **state)
     assert_int_equal(fg_holder_mode_restore(&nv, d1, record, prev, msg), FG_OK);
     assert_int_equal(mode_of(&nv, d1), NVML_COMPUTEMODE_PROHIBITED);
     assert_int_not_equal(access(record, F_OK), 0);
+    assert_false(fg_holder_mode_recorded(record, &rec));
 
     /* refused: said clearly, the mode and the record untouched */
     msg[0] = '\0';
