@@ -49,64 +49,25 @@
  * the state's order; a UUID the state does not hold is simply not there. Unset, every GPU is
  * visible. nvmlDeviceGetMinorNumber keeps the host's number, as the real device node does.
  */
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "exporter/nvml.h"
+#include "e2e/fake-nvml/fake_nvml_int.h"
 
-#define FAKE_MAX_GPUS 16
-#define FAKE_MAX_MIG 8
-#define FAKE_MAX_PROCS 1024
-
-struct fake_proc {
-    unsigned pid, gi, ci;
-    unsigned long long used;
-};
-
-struct fake_sample {
-    unsigned pid, sm, mem;
-    unsigned long long ts;
-};
-
-struct nvmlDevice_st {
-    bool present, mig;
-    unsigned index, gi;
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    unsigned long long total, used, reserved;
-    int util;
-    bool memory_v2, gpm;
-    unsigned gpm_sm;
-    unsigned stride;
-    int count_hint;   /* -1: the true count */
-    nvmlReturn_t error, procs_error, samples_error;
-    struct fake_proc *procs, *mps;
-    unsigned nprocs, nmps;
-    struct fake_sample *samples;
-    unsigned nsamples;
-    unsigned nmig;
-    unsigned minor;
-    nvmlComputeMode_t compute_mode;   /* the state's; the modes file overrides it */
-    nvmlReturn_t compute_mode_error, set_compute_mode_error;
-};
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct nvmlDevice_st gpus[FAKE_MAX_GPUS];
+pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+struct nvmlDevice_st fake_gpus[FAKE_MAX_GPUS];
 static struct nvmlDevice_st migs[FAKE_MAX_GPUS][FAKE_MAX_MIG];
-static unsigned ngpus;
-static unsigned visible[FAKE_MAX_GPUS];   /* index as NVML numbers it -> slot in gpus[] */
-static unsigned nvisible;
+unsigned fake_ngpus;
+unsigned fake_visible[FAKE_MAX_GPUS];
+unsigned fake_nvisible;
 static nvmlReturn_t init_result, count_error;
-static bool initialised;
+bool fake_initialised;
 static struct timespec loaded_mtime;
 static off_t loaded_size = -1;
 static ino_t loaded_ino;
@@ -143,20 +104,6 @@ static const char *str(json_object *o, const char *k)
 {
     json_object *v = member(o, k);
     return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
-/* A compute mode written as a number or as its name in lower case; DEFAULT when absent or unknown. */
-static nvmlComputeMode_t mode_of(json_object *v)
-{
-    static const char *const names[] = { "default", "exclusive_thread", "prohibited", "exclusive_process" };
-    if (v && json_object_is_type(v, json_type_int)) {
-        int64_t m = json_object_get_int64(v);
-        return m >= 0 && m < NVML_COMPUTEMODE_COUNT ? (nvmlComputeMode_t)m : NVML_COMPUTEMODE_DEFAULT;
-    }
-    for (int i = 0; v && i < NVML_COMPUTEMODE_COUNT; i++)
-        if (json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), names[i]) == 0)
-            return (nvmlComputeMode_t)i;
-    return NVML_COMPUTEMODE_DEFAULT;
 }
 
 static unsigned load_procs(json_object *arr, struct fake_proc **outp)
@@ -197,7 +144,7 @@ static void load_device(struct nvmlDevice_st *d, json_object *g, unsigned index)
     d->procs_error = err_named(str(g, "procs_error"));
     d->samples_error = err_named(str(g, "samples_error"));
     d->minor = (unsigned)num(g, "minor", index);
-    d->compute_mode = mode_of(member(g, "compute_mode"));
+    d->compute_mode = fake_mode_of(member(g, "compute_mode"));
     d->compute_mode_error = err_named(str(g, "compute_mode_error"));
     d->set_compute_mode_error = err_named(str(g, "set_compute_mode_error"));
     d->nprocs = load_procs(member(g, "procs"), &d->procs);
@@ -212,33 +159,7 @@ static void load_device(struct nvmlDevice_st *d, json_object *g, unsigned index)
     }
 }
 
-/* Whether uuid is in $FG_FAKE_NVML_VISIBLE (always, when it is unset). */
-static bool is_visible(const char *uuid)
-{
-    const char *list = getenv("FG_FAKE_NVML_VISIBLE");
-    if (!list)
-        return true;
-    size_t len = strlen(uuid);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n == len && strncmp(p, uuid, n) == 0)
-            return true;
-        p += n + (end ? 1 : 0);
-    }
-    return false;
-}
-
-/* Numbers the visible GPUs as NVML inside a container does: 0.., in the state's order. mu held. */
-static void select_visible(void)
-{
-    nvisible = 0;
-    for (unsigned i = 0; i < ngpus; i++)
-        if (is_visible(gpus[i].uuid))
-            visible[nvisible++] = i;
-}
-
-/* Re-reads the state file when it changed. Called with mu held. */
+/* Re-reads the state file when it changed. Called with fake_mu held. */
 static void reload(void)
 {
     const char *path = getenv("FG_FAKE_NVML_STATE");
@@ -267,57 +188,48 @@ static void reload(void)
     for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
         if (i >= n) {
             /* a GPU that went away: its old handle answers "lost" */
-            gpus[i].error = NVML_ERROR_GPU_IS_LOST;
+            fake_gpus[i].error = NVML_ERROR_GPU_IS_LOST;
             continue;
         }
         json_object *g = json_object_array_get_idx(arr, i);
-        load_device(&gpus[i], g, i);
+        load_device(&fake_gpus[i], g, i);
         json_object *mig = member(g, "mig");
         unsigned nm = mig ? (unsigned)json_object_array_length(mig) : 0;
-        gpus[i].nmig = nm > FAKE_MAX_MIG ? FAKE_MAX_MIG : nm;
+        fake_gpus[i].nmig = nm > FAKE_MAX_MIG ? FAKE_MAX_MIG : nm;
         for (unsigned k = 0; k < FAKE_MAX_MIG; k++) {
             migs[i][k].present = false;
-            if (k >= gpus[i].nmig)
+            if (k >= fake_gpus[i].nmig)
                 continue;
             json_object *m = json_object_array_get_idx(mig, k);
             load_device(&migs[i][k], m, i);
             migs[i][k].mig = true;
             migs[i][k].gi = (unsigned)num(m, "gi", k);
             migs[i][k].util = -1;
-            strncpy(migs[i][k].name, gpus[i].name, sizeof migs[i][k].name - 1);
+            strncpy(migs[i][k].name, fake_gpus[i].name, sizeof migs[i][k].name - 1);
         }
     }
-    ngpus = n;
+    fake_ngpus = n;
     json_object_put(root);
-    select_visible();
+    fake_select_visible();
 }
-
-/* Every device call starts here: the device's forced error, or success. */
-#define DEVICE_ENTRY(dev)                                                          \
-    do {                                                                           \
-        if (!initialised)                                                          \
-            return NVML_ERROR_UNINITIALIZED;                                       \
-        if (!(dev))                                                                \
-            return NVML_ERROR_INVALID_ARGUMENT;                                    \
-    } while (0)
 
 nvmlReturn_t nvmlInit_v2(void)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     loaded_size = -1;
     reload();
     nvmlReturn_t r = init_result;
-    initialised = r == NVML_SUCCESS;
-    pthread_mutex_unlock(&mu);
+    fake_initialised = r == NVML_SUCCESS;
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlShutdown(void)
 {
-    pthread_mutex_lock(&mu);
-    bool was = initialised;
-    initialised = false;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&fake_mu);
+    bool was = fake_initialised;
+    fake_initialised = false;
+    pthread_mutex_unlock(&fake_mu);
     return was ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
 }
 
@@ -340,26 +252,26 @@ const char *nvmlErrorString(nvmlReturn_t r)
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     reload();
-    nvmlReturn_t r = !initialised ? NVML_ERROR_UNINITIALIZED : count_error;
+    nvmlReturn_t r = !fake_initialised ? NVML_ERROR_UNINITIALIZED : count_error;
     if (r == NVML_SUCCESS && init_result != NVML_SUCCESS)
         r = init_result;   /* the driver went away under a running process */
     if (r == NVML_SUCCESS)
-        *n = nvisible;
-    pthread_mutex_unlock(&mu);
+        *n = fake_nvisible;
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *dev)
 {
-    if (!initialised)
+    if (!fake_initialised)
         return NVML_ERROR_UNINITIALIZED;
-    pthread_mutex_lock(&mu);
-    nvmlReturn_t r = i < nvisible ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&fake_mu);
+    nvmlReturn_t r = i < fake_nvisible ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
     if (r == NVML_SUCCESS)
-        *dev = &gpus[visible[i]];
-    pthread_mutex_unlock(&mu);
+        *dev = &fake_gpus[fake_visible[i]];
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -376,24 +288,24 @@ static nvmlReturn_t copy_str(nvmlDevice_t dev, const char *s, char *out, unsigne
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int len)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = copy_str(dev, dev ? dev->uuid : "", uuid, len);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int len)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = copy_str(dev, dev ? dev->name : "", name, len);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
 {
     DEVICE_ENTRY(dev);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error;
     if (!r) {
         /* v1 counts the reservation as used */
@@ -401,7 +313,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
         m->used = dev->used + dev->reserved;
         m->free = dev->total > m->used ? dev->total - m->used : 0;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -410,7 +322,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
     DEVICE_ENTRY(dev);
     if (m->version != nvmlMemory_v2)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : !dev->memory_v2 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
     if (!r) {
         m->total = dev->total;
@@ -418,18 +330,18 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
         m->used = dev->used;
         m->free = dev->total > dev->used + dev->reserved ? dev->total - dev->used - dev->reserved : 0;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u)
 {
     DEVICE_ENTRY(dev);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : dev->util < 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
     if (!r)
         *u = (nvmlUtilization_t){ (unsigned)dev->util, 0 };
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -439,7 +351,7 @@ static nvmlReturn_t procs(nvmlDevice_t dev, bool mps, unsigned int *count, nvmlP
     DEVICE_ENTRY(dev);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : dev->procs_error;
     const struct fake_proc *src = mps ? dev->mps : dev->procs;
     unsigned n = mps ? dev->nmps : dev->nprocs;
@@ -461,7 +373,7 @@ static nvmlReturn_t procs(nvmlDevice_t dev, bool mps, unsigned int *count, nvmlP
         }
         *count = n;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -482,7 +394,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtiliz
     DEVICE_ENTRY(dev);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : dev->samples_error;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -507,7 +419,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtiliz
         }
         *count = k;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -582,14 +494,14 @@ nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t dev, unsigned int gi, nvmlGpmSampl
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!dev->gpm)
         return NVML_ERROR_NOT_SUPPORTED;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = NVML_ERROR_NOT_FOUND;
     for (unsigned k = 0; k < dev->nmig; k++)
         if (migs[dev->index][k].present && migs[dev->index][k].gi == gi) {
             s->sm = migs[dev->index][k].gpm_sm;
             r = NVML_SUCCESS;
         }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -607,120 +519,13 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m)
     return NVML_SUCCESS;
 }
 
-/* ---- compute modes (the modes file beside the state) and the device's numbers ---- */
-
-/* path of "<state><suffix>" into out; false without a state. */
-static bool beside_state(const char *suffix, char *out, size_t size)
-{
-    const char *state = getenv("FG_FAKE_NVML_STATE");
-    return state && (size_t)snprintf(out, size, "%s%s", state, suffix) < size;
-}
-
-/* The mode the modes file records for uuid, else dflt. */
-static nvmlComputeMode_t recorded_mode(const char *uuid, nvmlComputeMode_t dflt)
-{
-    char path[4096];
-    if (!beside_state(".modes.json", path, sizeof path) || access(path, F_OK) != 0)
-        return dflt;
-    json_object *modes = json_object_from_file(path);
-    json_object *v = member(modes, uuid);
-    nvmlComputeMode_t m = v ? mode_of(v) : dflt;
-    json_object_put(modes);
-    return m;
-}
-
-/* Records uuid's mode: read, change, write to a temporary name and rename, all under the lock. */
-static nvmlReturn_t record_mode(const char *uuid, nvmlComputeMode_t mode)
-{
-    char path[4096], lock[4096], tmp[4200];
-    if (!beside_state(".modes.json", path, sizeof path) || !beside_state(".modes.lock", lock, sizeof lock))
-        return NVML_ERROR_UNKNOWN;
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return NVML_ERROR_UNKNOWN;
-    nvmlReturn_t r = NVML_ERROR_UNKNOWN;
-    if (flock(fd, LOCK_EX) != 0)
-        goto out_close;
-    json_object *modes = access(path, F_OK) == 0 ? json_object_from_file(path) : NULL;
-    if (!modes || !json_object_is_type(modes, json_type_object)) {
-        json_object_put(modes);
-        modes = json_object_new_object();
-    }
-    json_object_object_add(modes, uuid, json_object_new_int((int)mode));
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    if (json_object_to_file_ext(tmp, modes, JSON_C_TO_STRING_PLAIN) == 0 && rename(tmp, path) == 0)
-        r = NVML_SUCCESS;
-    else
-        unlink(tmp);
-    json_object_put(modes);
-out_close:
-    close(fd);   /* releases the lock */
-    return r;
-}
-
-nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t dev, nvmlComputeMode_t *mode)
-{
-    DEVICE_ENTRY(dev);
-    if (!mode)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
-    nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : dev->compute_mode_error;
-    if (!r)
-        *mode = recorded_mode(dev->uuid, dev->compute_mode);
-    pthread_mutex_unlock(&mu);
-    return r;
-}
-
-nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t dev, nvmlComputeMode_t mode)
-{
-    DEVICE_ENTRY(dev);
-    /* current drivers refuse the deprecated EXCLUSIVE_THREAD */
-    if ((int)mode < 0 || mode >= NVML_COMPUTEMODE_COUNT || mode == NVML_COMPUTEMODE_EXCLUSIVE_THREAD)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
-    nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : dev->set_compute_mode_error;
-    if (!r)
-        r = record_mode(dev->uuid, mode);
-    pthread_mutex_unlock(&mu);
-    return r;
-}
-
-nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned int *index)
-{
-    DEVICE_ENTRY(dev);
-    if (!index)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
-    nvmlReturn_t r = dev->error ? dev->error : NVML_ERROR_NOT_FOUND;
-    for (unsigned i = 0; !dev->error && i < nvisible; i++)
-        if (&gpus[visible[i]] == dev) {
-            *index = i;
-            r = NVML_SUCCESS;
-        }
-    pthread_mutex_unlock(&mu);
-    return r;
-}
-
-nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t dev, unsigned int *minor)
-{
-    DEVICE_ENTRY(dev);
-    if (!minor)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
-    nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
-    if (!r)
-        *minor = dev->minor;
-    pthread_mutex_unlock(&mu);
-    return r;
-}
-
 /* Unloading the library frees what the state file made. */
 __attribute__((destructor)) static void fake_unload(void)
 {
     for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
-        free(gpus[i].samples);
-        free(gpus[i].procs);
-        free(gpus[i].mps);
+        free(fake_gpus[i].samples);
+        free(fake_gpus[i].procs);
+        free(fake_gpus[i].mps);
         for (unsigned k = 0; k < FAKE_MAX_MIG; k++) {
             free(migs[i][k].samples);
             free(migs[i][k].procs);
