@@ -10,7 +10,8 @@
  *   - the compute mode refused, the daemon unable to start: exit 1, nothing left changed, the pod not
  *     announced as a bin; a mode a crashed mps holder left is given back by the next holder;
  *   - its pod not there yet and the API refusing the patch: retried, logged, not ready meanwhile,
- *     done once the server lets it; a SIGTERM ends the retrying at once.
+ *     done once the server lets it; a SIGTERM ends the retrying, or a request the server is slow to
+ *     answer, at once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -330,6 +331,14 @@ static void test_api_retries(void **state)
     SPAWN(NULL, "capacity-never", NULL);
     expect_log("cannot read its pod: not found (404)", 10000);
     expect_clean_stop();
+
+    /* and so does a stop while a request is still waiting for the server's reply */
+    assert_int_equal(fg_harness_fault(&env.h, "latency?ms=5000"), FG_OK);
+    SPAWN(NULL, "capacity-late", NULL);
+    expect_log("started against", 10000);
+    holder_sleep_ms(300);
+    expect_clean_stop();
+    assert_int_equal(fg_harness_fault(&env.h, "latency?ms=0"), FG_OK);
     fg_buf_cleanup(&body);
 }
 
