@@ -177,6 +177,7 @@ enum fg_err fg_grpc_client_new(struct event_base *base, const struct fg_grpc_cli
         return fg_errmsg(errmsg, FG_E_INVAL, "socket path \"%s\" is empty or longer than %zu bytes", path ? path : "",
                          sizeof(sa.sun_path) - 1);
     memcpy(sa.sun_path, path, strlen(path) + 1);
+    fg__h2_ignore_sigpipe();
     struct fg_grpc_client *c = fg_calloc(1, sizeof(*c));
     c->base = base;
     c->socket_path = fg_strdup(path);

@@ -13,7 +13,7 @@
  * one, when it chooses — as the kubelet re-dials a plugin on its own schedule.
  *
  * Threading: everything happens on the thread that runs the event_base; the functions below are
- * called there and the callbacks run there. No locks.
+ * called there and the callbacks run there. No locks. SIGPIPE: as server.h says.
  *
  * A call's life. fg_grpc_client_unary / fg_grpc_client_stream pack the request, send it and
  * return at once. Then, for a stream, `on_message` runs once per response message as it arrives,

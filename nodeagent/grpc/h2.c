@@ -2,6 +2,7 @@
 #include "nodeagent/grpc/h2_int.h"
 
 #include <event2/buffer.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,6 +97,15 @@ bool fg__h2_leave(struct fg__h2 *h)
         return true;
     bool session_over = !nghttp2_session_want_read(h->session) && !nghttp2_session_want_write(h->session);
     return session_over && evbuffer_get_length(bufferevent_get_output(h->bev)) == 0;
+}
+
+void fg__h2_ignore_sigpipe(void)
+{
+    struct sigaction sa;
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
+        sa.sa_handler = SIG_IGN;
+        sigaction(SIGPIPE, &sa, NULL);
+    }
 }
 
 nghttp2_nv fg__h2_nv(const char *name, const char *value)

@@ -55,6 +55,11 @@ void fg__h2_enter(struct fg__h2 *h);
  * connection is over — broken, or finished by both sides and flushed — and must be torn down. */
 bool fg__h2_leave(struct fg__h2 *h) FG_MUST_USE;
 
+/* Sets SIGPIPE to ignored if it is still at its default, as fg_kube_client does: libevent writes
+ * with writev, and a peer that hangs up mid-write would otherwise kill the process; the write then
+ * fails with EPIPE and the connection breaks like any other. A handler the program installed stays. */
+void fg__h2_ignore_sigpipe(void);
+
 /* The header field for nghttp2 from two C strings (nghttp2 copies both when the frame is submitted). */
 nghttp2_nv fg__h2_nv(const char *name, const char *value);
 

@@ -212,6 +212,7 @@ enum fg_err fg_grpc_server_new(struct event_base *base, const struct fg_grpc_ser
                                struct fg_grpc_server **out, char *errmsg)
 {
     *out = NULL;
+    fg__h2_ignore_sigpipe();
     struct fg_grpc_server *s = fg_calloc(1, sizeof(*s));
     s->base = base;
     s->max_message = opts->max_message ? opts->max_message : FG_GRPC_DEFAULT_MAX_MESSAGE;

@@ -33,6 +33,10 @@
  * Output a peer does not read is queued per call up to FG_GRPC_MAX_QUEUED, after which send fails
  * with FG_E_BUSY, so a stuck kubelet cannot grow the agent without bound.
  *
+ * Signals: the first server or client sets SIGPIPE to ignored if it is still at its default (a
+ * kubelet that hangs up mid-write would otherwise kill the agent); a handler the program installed
+ * is kept.
+ *
  * Socket file: created at `socket_path` with `mode` (0600 when 0) before it listens; a stale
  * socket file left there by a previous process is removed first, anything that is not a socket is
  * left alone and refused. fg_grpc_server_free removes the file if it is still the one it created.

@@ -138,6 +138,8 @@ static void exchange_http2(struct raw_exchange *x, int fd)
         while ((w = nghttp2_session_mem_send(s, &out)) > 0)
             if (!write_all(fd, out, (size_t)w))
                 break;
+        if (x->hang_up)
+            break;
         ssize_t r = read_some(fd, buf, sizeof(buf));
         if (r <= 0) {
             if (r == 0)

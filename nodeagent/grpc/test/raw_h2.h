@@ -22,6 +22,7 @@ struct raw_exchange {
     const uint8_t *body;                   /* DATA, then the end of the stream */
     size_t body_len;
     const char *garbage;                   /* instead of HTTP/2: these bytes, then wait for a close */
+    bool hang_up;                          /* close as soon as the request is written */
     /* What came back. */
     int http_status;                       /* 0 if none */
     int grpc_status;                       /* -1 if none */

@@ -4,9 +4,10 @@
  * that goes away under an open stream, unknown methods, error statuses with text that needs
  * escaping, deadlines kept by the client and by the server, requests over the size limit either
  * way, a peer that does not speak HTTP/2, hand-built requests that are cut short, compressed, carry
- * two messages or the wrong content-type, a socket nobody listens on, and the socket file's
- * mode and stale-file handling. */
+ * two messages or the wrong content-type, a peer that hangs up mid-response, a socket nobody
+ * listens on, and the socket file's mode and stale-file handling. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -655,6 +656,33 @@ struct dialed {
     struct fg_grpc_client *c;
 };
 
+static void peer_hanging_up_mid_response_is_survived(void **state)
+{
+    struct fixture *f = *state;
+    struct sigaction sa;
+    assert_int_equal(sigaction(SIGPIPE, NULL, &sa), 0);
+    assert_ptr_equal(sa.sa_handler, SIG_IGN); /* set by the first server: a write to a gone peer is EPIPE */
+    /* asks for a 5 MiB answer and hangs up at once, several times over */
+    static const uint8_t empty_msg[] = { 0, 0, 0, 0, 0 };
+    for (int i = 0; i < 5; i++) {
+        struct raw_exchange x = { .socket_path = f->sock, .path = HUGE_REPLY, .content_type = "application/grpc",
+                                  .body = empty_msg, .body_len = sizeof(empty_msg), .hang_up = true };
+        raw_start(&x);
+        RUN_UNTIL(f, atomic_load(&x.done), 8000);
+        raw_join(&x);
+        RUN_UNTIL(f, false, 50); /* the server writes into the closed socket */
+    }
+    struct fg_grpc_client *c = dial(f, f->sock);
+    char *const ids[] = { "GPU-1" };
+    struct result r = { 0 };
+    allocate_call(c, ids, 1, &r);
+    RUN_UNTIL(f, r.done, 5000);
+    assert_true(r.done);
+    assert_int_equal(r.status, FG_GRPC_OK);
+    v1beta1__allocate_response__free_unpacked(r.allocated, NULL);
+    fg_grpc_client_free(c);
+}
+
 static void free_in_callback(void *ud, enum fg_grpc_status status, const char *message, const uint8_t *resp, size_t len)
 {
     struct dialed *d = ud;
@@ -754,6 +782,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(compressed_request_is_unimplemented, setup, teardown),
         cmocka_unit_test_setup_teardown(two_request_messages_are_internal, setup, teardown),
         cmocka_unit_test_setup_teardown(wrong_content_type_is_415, setup, teardown),
+        cmocka_unit_test_setup_teardown(peer_hanging_up_mid_response_is_survived, setup, teardown),
         cmocka_unit_test_setup_teardown(nobody_listening_is_unavailable, setup, teardown),
         cmocka_unit_test_setup_teardown(socket_file_mode_and_stale_files, setup, teardown),
     };
