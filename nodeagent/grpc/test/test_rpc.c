@@ -1,6 +1,8 @@
 /* The gRPC server and client against each other on one loop, over a unix socket in a temporary
- * directory, with the device plugin's messages: a unary Allocate, a ListAndWatch stream sent to
- * later and finished, streams whose client cancels or disconnects (the server hears it), a server
+ * directory, with the device plugin's messages: a unary Allocate answered at once or later, a
+ * ListAndWatch stream sent to later and finished, a stream whose peer stops reading (send refuses
+ * past the cap), streams whose client cancels or disconnects — also from inside its own message
+ * callback — (the server hears it), a server
  * that goes away under an open stream, unknown methods, error statuses with text that needs
  * escaping, deadlines kept by the client and by the server, requests over the size limit either
  * way, a peer that does not speak HTTP/2, hand-built requests that are cut short, compressed, carry
@@ -32,6 +34,7 @@
 #define NEVER "/test.Slow/Never"
 #define REFUSE "/test.Grant/Refuse"
 #define HUGE_REPLY "/test.Big/Reply"
+#define HOLD_STREAM "/test.Big/Stream"
 #define REFUSAL "grant for ml/llm-0 is 100% forged: \xc3\xbc\nsee events"
 #define BIG (5u * 1024 * 1024)
 
@@ -42,6 +45,7 @@ struct fixture {
     struct fg_grpc_server *server;
     struct fg_grpc_call *watcher;      /* the open ListAndWatch */
     struct fg_grpc_call *never;        /* the call Never holds */
+    struct fg_grpc_call *held_stream;  /* the call Stream holds */
     int gone;
     struct fg_grpc_call *last_gone;
 };
@@ -186,6 +190,13 @@ static void huge_reply(struct fg_grpc_call *call, const uint8_t *req, size_t len
     free(big.name);
 }
 
+static void hold_stream(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+    (void)req;
+    (void)len;
+    ((struct fixture *)ud)->held_stream = call;
+}
+
 static void gone(struct fg_grpc_call *call, void *ud)
 {
     struct fixture *f = ud;
@@ -195,6 +206,8 @@ static void gone(struct fg_grpc_call *call, void *ud)
         f->watcher = NULL;
     if (call == f->never)
         f->never = NULL;
+    if (call == f->held_stream)
+        f->held_stream = NULL;
 }
 
 static enum fg_err start_server(struct fixture *f, unsigned mode)
@@ -205,8 +218,9 @@ static enum fg_err start_server(struct fixture *f, unsigned mode)
         { NEVER, FG_GRPC_UNARY, never, gone, f },
         { REFUSE, FG_GRPC_UNARY, refuse, NULL, f },
         { HUGE_REPLY, FG_GRPC_UNARY, huge_reply, NULL, f },
+        { HOLD_STREAM, FG_GRPC_SERVER_STREAM, hold_stream, gone, f },
     };
-    struct fg_grpc_server_opts opts = { .socket_path = f->sock, .mode = mode, .methods = methods, .n_methods = 5 };
+    struct fg_grpc_server_opts opts = { .socket_path = f->sock, .mode = mode, .methods = methods, .n_methods = 6 };
     char why[FG_ERRMSG_MAX] = "";
     enum fg_err err = fg_grpc_server_new(f->base, &opts, &f->server, why);
     if (err != FG_OK)
@@ -373,6 +387,132 @@ static void stream_sends_then_finishes(void **state)
     assert_int_equal(r.resp_len, 0);
     assert_int_equal(f->gone, 0); /* finished, not gone */
     fg_grpc_client_free(c);
+}
+
+static void unary_answered_later(void **state)
+{
+    struct fixture *f = *state;
+    struct fg_grpc_client *c = dial(f, f->sock);
+    struct result r = { 0 };
+    empty_call(c, NEVER, 5000, &r);
+    RUN_UNTIL(f, f->never != NULL, 5000);
+    assert_non_null(f->never);
+    RUN_UNTIL(f, false, 50);
+    assert_false(r.done);
+    /* answered from outside the handler, as after a PodResources check */
+    V1beta1__AllocateResponse out = V1BETA1__ALLOCATE_RESPONSE__INIT;
+    assert_int_equal(fg_grpc_call_reply(f->never, &out.base), FG_OK);
+    f->never = NULL;
+    RUN_UNTIL(f, r.done, 5000);
+    assert_true(r.done);
+    assert_int_equal(r.status, FG_GRPC_OK);
+    assert_non_null(r.allocated);
+    assert_int_equal(r.allocated->n_container_responses, 0);
+    v1beta1__allocate_response__free_unpacked(r.allocated, NULL);
+    assert_int_equal(f->gone, 0);
+    fg_grpc_client_free(c);
+}
+
+static void count_message(void *ud, const uint8_t *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    ((struct result *)ud)->messages++;
+}
+
+static void stream_refuses_what_a_stalled_peer_would_pile_up(void **state)
+{
+    struct fixture *f = *state;
+    struct fg_grpc_client *c = dial(f, f->sock);
+    struct result r = { 0 };
+    V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+    assert_int_equal(fg_grpc_client_stream(c, HOLD_STREAM, &empty.base, 0, count_message, on_done, &r, NULL), FG_OK);
+    RUN_UNTIL(f, f->held_stream != NULL, 5000);
+    assert_non_null(f->held_stream);
+    V1beta1__CDIDevice mib = V1BETA1__CDIDEVICE__INIT;
+    mib.name = malloc(1u << 20);
+    memset(mib.name, 'm', (1u << 20) - 1);
+    mib.name[(1u << 20) - 1] = 0;
+    /* the loop does not run, so nothing leaves: 15 MiB and a bit wait, the 16th MiB would pass the cap */
+    for (int i = 0; i < 15; i++)
+        assert_int_equal(fg_grpc_call_send(f->held_stream, &mib.base), FG_OK);
+    assert_int_equal(fg_grpc_call_send(f->held_stream, &mib.base), FG_E_BUSY);
+    RUN_UNTIL(f, r.messages == 15, 10000);
+    assert_int_equal(r.messages, 15); /* nothing was lost or duplicated */
+    assert_int_equal(fg_grpc_call_send(f->held_stream, &mib.base), FG_OK); /* drained: room again */
+    fg_grpc_call_finish(f->held_stream, FG_GRPC_OK, NULL);
+    f->held_stream = NULL;
+    RUN_UNTIL(f, r.done, 10000);
+    assert_true(r.done);
+    assert_int_equal(r.status, FG_GRPC_OK);
+    assert_int_equal(r.messages, 16);
+    free(mib.name);
+    fg_grpc_client_free(c);
+}
+
+struct inside {
+    struct fg_grpc_client *client;
+    struct fg_grpc_client_call *call;
+    bool free_client; /* else cancel the call */
+    int messages;
+    bool done;
+    enum fg_grpc_status status;
+};
+
+static void drop_inside_message(void *ud, const uint8_t *msg, size_t len)
+{
+    (void)msg;
+    (void)len;
+    struct inside *in = ud;
+    in->messages++;
+    if (in->free_client) {
+        fg_grpc_client_free(in->client);
+        in->client = NULL;
+    } else {
+        fg_grpc_client_call_cancel(in->call);
+    }
+}
+
+static void inside_done(void *ud, enum fg_grpc_status status, const char *message, const uint8_t *resp, size_t len)
+{
+    (void)message;
+    (void)resp;
+    (void)len;
+    struct inside *in = ud;
+    assert_false(in->done);
+    in->done = true;
+    in->status = status;
+}
+
+static void dropped_from_inside_a_message_callback(void **state)
+{
+    struct fixture *f = *state;
+    for (int free_client = 0; free_client <= 1; free_client++) {
+        struct inside in = { .client = dial(f, f->sock), .free_client = free_client };
+        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+        assert_int_equal(fg_grpc_client_stream(in.client, HOLD_STREAM, &empty.base, 0, drop_inside_message,
+                                               inside_done, &in, &in.call),
+                         FG_OK);
+        RUN_UNTIL(f, f->held_stream != NULL, 5000);
+        assert_non_null(f->held_stream);
+        /* two messages queued together, so they arrive together: the second must not reach a call
+         * that the first one's callback dropped */
+        V1beta1__CDIDevice dev = V1BETA1__CDIDEVICE__INIT;
+        dev.name = "nvidia.com/gpu=GPU-0";
+        assert_int_equal(fg_grpc_call_send(f->held_stream, &dev.base), FG_OK);
+        assert_int_equal(fg_grpc_call_send(f->held_stream, &dev.base), FG_OK);
+        RUN_UNTIL(f, f->gone == free_client + 1, 5000);
+        assert_int_equal(f->gone, free_client + 1);
+        assert_int_equal(in.messages, 1);
+        if (free_client) {
+            assert_true(in.done); /* freeing the client ends its calls: CANCELLED */
+            assert_int_equal(in.status, FG_GRPC_CANCELLED);
+            assert_null(in.client);
+        } else {
+            assert_false(in.done); /* a cancelled call calls nothing back */
+            fg_grpc_client_free(in.client);
+        }
+    }
 }
 
 static void stream_cancelled_by_client_is_gone(void **state)
@@ -768,6 +908,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(unary_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(stream_sends_then_finishes, setup, teardown),
+        cmocka_unit_test_setup_teardown(unary_answered_later, setup, teardown),
+        cmocka_unit_test_setup_teardown(stream_refuses_what_a_stalled_peer_would_pile_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(dropped_from_inside_a_message_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(stream_cancelled_by_client_is_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(stream_whose_client_disconnects_is_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(server_going_away_ends_open_streams, setup, teardown),
