@@ -10,6 +10,7 @@
 #include "base/mem.h"
 #include "nodeagent/deviceplugin/plugin_int.h"
 #include "nodeagent/deviceplugin/reply.h"
+#include "nodeagent/grpc/kubelet.h"
 #include "nodeagent/grpc/podresources.pb-c.h"
 #include "reconcilers/podcontract.h"
 
@@ -70,7 +71,14 @@ static void answer(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
     struct fg_dp_grant_view g = { pick->grant.gpu_uuid, pick->mps, pick->grant.compute_milli, pick->grant.memory_mib,
                                   p->o.mps_root };
     struct fg_dp_reply reply;
-    fg_dp_reply_build(p->form, &g, &reply);
+    char why[FG_ERRMSG_MAX] = "";
+    if (fg_dp_reply_build(p->form, &g, &reply, why) != FG_OK) {
+        fg_log(FG_LOG_ERROR, COMPONENT, "cannot answer for pod %s/%s: %s", ns, name, why);
+        fg_grpc_call_finish(h->call, FG_GRPC_INTERNAL, why);
+        fg_counter_add(p->invalid, 1);
+        forget(p, i);
+        return;
+    }
     size_t n = h->req->n_container_requests;
     struct container_msg *msgs = fg_calloc(n ? n : 1, sizeof(*msgs));
     V1beta1__ContainerAllocateResponse **ptrs = fg_calloc(n ? n : 1, sizeof(*ptrs));

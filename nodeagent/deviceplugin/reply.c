@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "nodeagent/holder/mps_paths.h"
+
 
 const char *fg_dp_form_name(enum fg_dp_form f)
 {
@@ -130,7 +132,8 @@ static void add_mount(struct fg_dp_reply *r, const char *container_path, const c
     m->read_only = read_only;
 }
 
-void fg_dp_reply_build(enum fg_dp_form f, const struct fg_dp_grant_view *g, struct fg_dp_reply *out)
+enum fg_err fg_dp_reply_build(enum fg_dp_form f, const struct fg_dp_grant_view *g, struct fg_dp_reply *out,
+                              char *errmsg)
 {
     memset(out, 0, sizeof(*out));
     char path[FG_DP_PATH_MAX];
@@ -150,14 +153,18 @@ void fg_dp_reply_build(enum fg_dp_form f, const struct fg_dp_grant_view *g, stru
         break;
     }
     if (!g->mps)
-        return;
-    snprintf(path, sizeof(path), "%s/%s/pipe", g->mps_root, g->gpu_uuid);
+        return FG_OK;
+    enum fg_err err = fg_mps_dir(g->mps_root, g->gpu_uuid, "pipe", path, sizeof(path), errmsg);
+    if (err)
+        return err;
     add_mount(out, FG_DP_MPS_PIPE, path, false);
-    snprintf(path, sizeof(path), "%s/%s/shm", g->mps_root, g->gpu_uuid);
+    if ((err = fg_mps_dir(g->mps_root, g->gpu_uuid, "shm", path, sizeof(path), errmsg)))
+        return err;
     add_mount(out, "/dev/shm", path, false);
     add_env(out, "CUDA_MPS_PIPE_DIRECTORY", FG_DP_MPS_PIPE);
     int64_t pct = g->compute_milli / 10;
     add_env(out, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "%" PRId64, pct < 1 ? 1 : pct > 100 ? 100 : pct);
     if (g->memory_mib > 0)
         add_env(out, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=%" PRId64 "M", g->memory_mib);
+    return FG_OK;
 }

@@ -64,7 +64,7 @@ struct fg_dp_grant_view {
     bool mps;
     int64_t compute_milli; /* for mps: the active thread percentage is milli / 10, at least 1 */
     int64_t memory_mib;    /* for mps: the pinned memory limit; 0 = whole GPU, no limit */
-    const char *mps_root;  /* where the capacity holders keep <uuid>/{pipe,shm,log} on the host */
+    const char *mps_root;  /* the capacity holders' --mps-root: <root>/<uuid>/{pipe,shm} (mps_paths.h) */
 };
 
 /* "envvar", "volume-mounts", "cdi-cri", "auto". */
@@ -75,7 +75,9 @@ enum fg_err fg_dp_form_parse(const char *name, enum fg_dp_form *out) FG_MUST_USE
  * FG_ERRMSG_MAX) says what decided it. */
 enum fg_dp_form fg_dp_form_detect(const char *host_root, char *why);
 
-/* The reply for one container in form f (not auto). */
-void fg_dp_reply_build(enum fg_dp_form f, const struct fg_dp_grant_view *g, struct fg_dp_reply *out);
+/* The reply for one container in form f (not auto). FG_E_INVAL (errmsg) when the MPS directories of
+ * an mps GPU cannot be named (nodeagent/holder/mps_paths.h). */
+enum fg_err fg_dp_reply_build(enum fg_dp_form f, const struct fg_dp_grant_view *g, struct fg_dp_reply *out,
+                              char *errmsg) FG_MUST_USE;
 
 #endif

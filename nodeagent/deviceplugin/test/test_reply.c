@@ -32,17 +32,18 @@ static void three_forms(void **state)
     (void)state;
     struct fg_dp_grant_view g = { UUID, false, 300, 20480, "/run/fracgpu/mps" };
     struct fg_dp_reply r;
-    fg_dp_reply_build(FG_DP_FORM_ENVVAR, &g, &r);
+    char msg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_dp_reply_build(FG_DP_FORM_ENVVAR, &g, &r, msg), FG_OK);
     assert_string_equal(env_of(&r, "NVIDIA_VISIBLE_DEVICES"), UUID);
     assert_int_equal(r.nmounts, 0);
     assert_string_equal(r.cdi_device, "");
 
-    fg_dp_reply_build(FG_DP_FORM_CDI, &g, &r);
+    assert_int_equal(fg_dp_reply_build(FG_DP_FORM_CDI, &g, &r, msg), FG_OK);
     assert_string_equal(r.cdi_device, "nvidia.com/gpu=" UUID);
     assert_string_equal(env_of(&r, "NVIDIA_VISIBLE_DEVICES"), UUID);
     assert_int_equal(r.nmounts, 0);
 
-    fg_dp_reply_build(FG_DP_FORM_VOLUME_MOUNTS, &g, &r);
+    assert_int_equal(fg_dp_reply_build(FG_DP_FORM_VOLUME_MOUNTS, &g, &r, msg), FG_OK);
     assert_int_equal(r.nmounts, 1);
     assert_string_equal(r.mounts[0].container_path, FG_DP_MOUNTS_DIR "/" UUID);
     assert_string_equal(r.mounts[0].host_path, "/dev/null");
@@ -56,7 +57,8 @@ static void mps_tenant(void **state)
     (void)state;
     struct fg_dp_grant_view g = { UUID, true, 250, 8192, "/run/fracgpu/mps" };
     struct fg_dp_reply r;
-    fg_dp_reply_build(FG_DP_FORM_CDI, &g, &r);
+    char msg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_dp_reply_build(FG_DP_FORM_CDI, &g, &r, msg), FG_OK);
     assert_int_equal(r.nmounts, 2);
     assert_string_equal(r.mounts[0].container_path, FG_DP_MPS_PIPE);
     assert_string_equal(r.mounts[0].host_path, "/run/fracgpu/mps/" UUID "/pipe");
@@ -66,9 +68,11 @@ static void mps_tenant(void **state)
     assert_string_equal(env_of(&r, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
     assert_string_equal(env_of(&r, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=8192M");
     g.compute_milli = 4, g.memory_mib = 0; /* a sliver: at least 1%; the whole memory: no limit */
-    fg_dp_reply_build(FG_DP_FORM_ENVVAR, &g, &r);
+    assert_int_equal(fg_dp_reply_build(FG_DP_FORM_ENVVAR, &g, &r, msg), FG_OK);
     assert_string_equal(env_of(&r, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "1");
     assert_null(env_of(&r, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+    g.gpu_uuid = "../../etc"; /* never a path outside the MPS root */
+    assert_int_equal(fg_dp_reply_build(FG_DP_FORM_ENVVAR, &g, &r, msg), FG_E_INVAL);
 }
 
 static void write_file(const char *root, const char *rel, const char *text)
