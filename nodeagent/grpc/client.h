@@ -8,9 +8,10 @@
  *
  * One client is one connection, made in fg_grpc_client_new and never remade: when it cannot be
  * made, or the peer goes away, every call pending on it ends with FG_GRPC_UNAVAILABLE and the
- * connection's reason ("connect: Connection refused", "connection closed by the server"), and so
- * does every call started afterwards. Whoever wants to try again frees the client and makes a new
- * one, when it chooses — as the kubelet re-dials a plugin on its own schedule.
+ * connection's reason ("connect unix:PATH: Connection refused", "connection closed by the server
+ * at unix:PATH"), and so does every call started afterwards. Whoever wants to try again frees the
+ * client and makes a new one, when it chooses — as the kubelet re-dials a plugin on its own
+ * schedule.
  *
  * Threading: everything happens on the thread that runs the event_base; the functions below are
  * called there and the callbacks run there. No locks. SIGPIPE: as server.h says.
@@ -97,7 +98,8 @@ void fg_grpc_client_free(struct fg_grpc_client *c);
 
 /* Starts a unary call of `path` ("/v1beta1.Registration/Register") with `req`. timeout_ms 0 means
  * no deadline. `out` (may be NULL) receives a handle valid until `done` runs or the call is
- * cancelled. FG_E_INVAL for a path that does not start with '/' (nothing is started). */
+ * cancelled. FG_E_INVAL for a path that does not start with '/', FG_E_SHUTDOWN once the client is
+ * being freed (from a callback that fg_grpc_client_free ran); nothing is started then. */
 enum fg_err fg_grpc_client_unary(struct fg_grpc_client *c, const char *path, const ProtobufCMessage *req,
                                  uint64_t timeout_ms, fg_grpc_done_fn *done, void *ud,
                                  struct fg_grpc_client_call **out) FG_MUST_USE;

@@ -5,7 +5,7 @@
  * methods over HTTP/2 (libnghttp2) on a unix socket, messages from protobuf-c, no TLS, no
  * compression, no metadata beyond what the protocol itself uses. gRPC's C core is not used; the
  * wire format is the one in the gRPC specification (doc/PROTOCOL-HTTP2.md), so Go's and Python's
- * gRPC talk to it (test/test_grpc_interop.py checks that against Python's grpcio).
+ * gRPC talk to it (test/test_interop.py checks that against Python's grpcio).
  *
  * Threading: everything happens on the thread that runs the event_base given to
  * fg_grpc_server_new: handlers and gone callbacks run there, and every fg_grpc_call_* function
@@ -14,10 +14,13 @@
  *
  * A call's life. A request arrives; the server checks it (POST, content-type application/grpc,
  * a registered method, exactly one uncompressed length-prefixed request message no larger than
- * max_message) and answers what fails on its own — HTTP 415 for another content-type, status 12
- * UNIMPLEMENTED for a method nobody registered or a compressed message, 8 RESOURCE_EXHAUSTED for
- * a message over the limit, 13 INTERNAL for a request that ends mid-message. Otherwise the method's
- * handler gets the call handle and the request's protobuf bytes, which it unpacks itself. From
+ * max_message) and answers what fails on its own — HTTP 415 for another content-type (405 for
+ * another HTTP method), status 12 UNIMPLEMENTED for a method nobody registered or a compressed
+ * message, 8 RESOURCE_EXHAUSTED for a message over the limit (as soon as its length prefix
+ * arrives), 13 INTERNAL for a request that ends mid-message or carries no message or two. Every
+ * status travels as the grpc-status and grpc-message trailers, the message percent-encoded.
+ * Otherwise the method's handler gets the call handle and the request's protobuf bytes, which it
+ * unpacks itself. From
  * then on the handler owns the handle until it lets go of it in one of two ways:
  *   - it answers: fg_grpc_call_reply (unary success), or any number of fg_grpc_call_send then
  *     fg_grpc_call_finish (streams), or fg_grpc_call_finish with an error status (either kind).
