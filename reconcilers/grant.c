@@ -133,6 +133,18 @@ enum fg_err fg_grant_keys_from_secret(json_object *secret, struct fg_grant_keys 
     return err;
 }
 
+enum fg_err fg_grant_key_member_check(json_object *secret, const char *member, char *errmsg)
+{
+    json_object *data = fg_json_get(secret, "data", NULL);
+    if (!fg_json_get(data, member, NULL))
+        return fg_errmsg(errmsg, FG_E_NOT_FOUND_LOCAL, "Secret " FG_SECRET_GRANT_KEY " has no data.%s", member);
+    unsigned char buf[FG_GRANT_KEY_MAX];
+    size_t len = 0;
+    enum fg_err err = read_key(data, member, true, buf, &len, errmsg);
+    OPENSSL_cleanse(buf, sizeof(buf));
+    return err;
+}
+
 const char *fg_grant_of_pod(json_object *pod, struct fg_grant *g, char *errmsg)
 {
     const char *value = fg_json_get_str(pod, "metadata", "annotations", FG_ANN_GRANT, NULL);

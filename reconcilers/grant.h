@@ -70,6 +70,10 @@ const char *fg_grant_verdict_name(enum fg_grant_verdict v);
 /* Reads the keys from a Secret object (data.key, data.previous; base64 as the API carries them).
  * FG_E_INVAL, saying which, for a missing or short key or bad base64; keys is zeroed then. */
 enum fg_err fg_grant_keys_from_secret(json_object *secret, struct fg_grant_keys *keys, char *errmsg) FG_MUST_USE;
+/* Checks one member of the Secret's data (`member` is "key" or "previous") as fg_grant_keys_from_secret
+ * reads it: FG_OK for FG_GRANT_KEY_MIN to FG_GRANT_KEY_MAX bytes in base64, FG_E_NOT_FOUND_LOCAL when
+ * absent, FG_E_INVAL otherwise, errmsg saying why (never the key). */
+enum fg_err fg_grant_key_member_check(json_object *secret, const char *member, char *errmsg) FG_MUST_USE;
 
 /* The grant fields of a bound pod, strings borrowed from it: metadata.uid, spec.nodeName,
  * FG_ANN_GPU_UUID and the allocation annotations (allocation.h; memory "whole" is 0). Returns the pod's
