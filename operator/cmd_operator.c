@@ -2,7 +2,7 @@
  * cmd_operator — `fracgpu operator`, the control plane: the command line, then the list of what runs
  * on its manager. Replicas elect a leader on the Lease fracgpu-operator; every replica keeps its
  * caches warm, answers /healthz, /readyz and /metrics and serves the admission webhook, and the leader
- * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates).
+ * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates, the grant key).
  */
 #include "operator/cmd_operator.h"
 
@@ -16,6 +16,8 @@
 #include "operator/manager/manager.h"
 #include "operator/manager/probe.h"
 #include "operator/webhook/setup.h"
+#include "reconcilers/grant.h"
+#include "reconcilers/grant_key_reconciler.h"
 #include "reconcilers/policy.h"
 #include "reconcilers/workload_reconciler.h"
 
@@ -33,6 +35,8 @@ enum {
     OPT_WEBHOOK_CERT_LIFETIME,
     OPT_WEBHOOK_SWITCH_DELAY,
     OPT_WORKLOAD_KIND,
+    OPT_GRANT_KEY_ROTATION,
+    OPT_GRANT_KEY_GRACE,
 };
 
 #define MAX_KINDS 32
@@ -56,7 +60,11 @@ static void usage(FILE *out)
                  "                          a custom workload kind to automate besides Deployments, StatefulSets,\n"
                  "                          Jobs and CronJobs (repeatable; CLASS fixes its class, e.g.\n"
                  "                          kubeflow.org/v1/PyTorchJob/pytorchjobs=training); the operator's role\n"
-                 "                          must be allowed to get, list, watch and patch it\n");
+                 "                          must be allowed to get, list, watch and patch it\n"
+                 "  --grant-key-rotation D  how long a grant key signs before the leader replaces it in Secret\n"
+                 "                          $POD_NAMESPACE/fracgpu-grant-key (default 720h)\n"
+                 "  --grant-key-grace D     how long the replaced key still verifies; shorter than the rotation,\n"
+                 "                          longer than a bound pod may wait for its kubelet's admission (default 1h)\n");
 }
 
 struct args {
@@ -67,6 +75,7 @@ struct args {
     struct fg_workload_kind kinds[MAX_KINDS];   /* the built-in ones, then those of --workload-kind */
     size_t n_kinds;
     struct fg_workload_kinds table;
+    struct fg_grant_key_opts grant_key;
 };
 
 static enum fg_err duration(const char *flag, const char *arg, int64_t *ms, char *errmsg)
@@ -114,6 +123,10 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
         return duration("--webhook-cert-lifetime", arg, &a->hook.serving_lifetime_ms, errmsg);
     case OPT_WEBHOOK_SWITCH_DELAY:
         return duration("--webhook-switch-delay", arg, &a->hook.switch_delay_ms, errmsg);
+    case OPT_GRANT_KEY_ROTATION:
+        return duration("--grant-key-rotation", arg, &a->grant_key.policy.rotation_ms, errmsg);
+    case OPT_GRANT_KEY_GRACE:
+        return duration("--grant-key-grace", arg, &a->grant_key.policy.grace_ms, errmsg);
     case OPT_WORKLOAD_KIND: {
         struct fg_workload_kind k;
         if (a->n_kinds == MAX_KINDS)
@@ -145,6 +158,8 @@ static int run(struct args *a, const struct fg_manager_opts *opts)
     enum fg_err err = fg_policy_reconciler_setup(m, a->workers, errmsg);
     if (!err)
         err = fg_workload_reconciler_setup(m, &a->table, a->workers, errmsg);
+    if (!err)
+        err = fg_grant_key_reconciler_setup(m, &a->grant_key, errmsg);
     if (!err && a->webhook)
         err = fg_webhook_setup(m, &a->hook, errmsg);
     if (!err && a->probe)
@@ -173,11 +188,15 @@ int fg_cmd_operator(int argc, char **argv)
         { "webhook-cert-lifetime", required_argument, NULL, OPT_WEBHOOK_CERT_LIFETIME },
         { "webhook-switch-delay", required_argument, NULL, OPT_WEBHOOK_SWITCH_DELAY },
         { "workload-kind", required_argument, NULL, OPT_WORKLOAD_KIND },
+        { "grant-key-rotation", required_argument, NULL, OPT_GRANT_KEY_ROTATION },
+        { "grant-key-grace", required_argument, NULL, OPT_GRANT_KEY_GRACE },
         { NULL, 0, NULL, 0 },
     };
     const char *pod_ns = getenv("POD_NAMESPACE");
-    struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT };
+    struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT,
+                      .grant_key = { .secret = FG_SECRET_GRANT_KEY, .policy = FG_GRANT_KEY_POLICY_DEFAULT } };
     a.hook.ns = pod_ns && *pod_ns ? pod_ns : "fracgpu-system";
+    a.grant_key.ns = a.hook.ns;
     size_t builtins = fg_workload_builtin_kinds.n;
     memcpy(a.kinds, fg_workload_builtin_kinds.v, builtins * sizeof(*a.kinds));
     a.n_kinds = builtins;
@@ -188,6 +207,13 @@ int fg_cmd_operator(int argc, char **argv)
     int status = fg_manager_flags_parse(&cli, &opts, argc, argv);
     a.table = (struct fg_workload_kinds){ a.kinds, a.n_kinds };
     a.hook.kinds = &a.table;
+    char why[FG_ERRMSG_MAX] = "";
+    if (!status && fg_grant_key_policy_check(&a.grant_key.policy, why) != FG_OK) {
+        fprintf(stderr, "fracgpu operator: --grant-key-grace must be shorter than --grant-key-rotation, so a previous "
+                        "key is dropped before the next rotation\n");
+        usage(stderr);
+        status = 2;
+    }
     if (!status)
         status = run(&a, &opts);
     for (size_t i = builtins; i < a.n_kinds; i++)

@@ -109,6 +109,7 @@ static void test_help(void **state)
     EXPECT(0, "usage: fracgpu operator", "operator", "--help");
     EXPECT(0, "--leader-elect-lease-duration", "operator", "-h");
     EXPECT(0, "--workload-kind GROUP/VERSION/KIND/PLURAL[=CLASS]", "operator", "--help");
+    EXPECT(0, "--grant-key-rotation D", "operator", "--help");
     EXPECT(0, "usage: fracgpu node-agent", "node-agent", "--help");
     EXPECT(0, "capacity-holder", "help");
     EXPECT(0, "usage: fracgpu capacity-holder", "capacity-holder", "--help");
@@ -135,6 +136,11 @@ static void test_operator_usage(void **state)
            "kubeflow.org/v1/PyTorchJob/pytorchjobs=training");
     EXPECT(2, "--webhook-cert-lifetime wants a positive duration", "operator", "--webhook-cert-lifetime", "soon");
     EXPECT(2, "--webhook-ca-lifetime wants a positive duration", "operator", "--webhook-ca-lifetime", "0s");
+    EXPECT(2, "--grant-key-rotation wants a positive duration", "operator", "--grant-key-rotation", "monthly");
+    EXPECT(2, "--grant-key-grace wants a positive duration", "operator", "--grant-key-grace", "0s");
+    EXPECT(2, "--grant-key-grace must be shorter than --grant-key-rotation", "operator", "--grant-key-grace", "2h",
+           "--grant-key-rotation", "90m");
+    EXPECT(2, "--grant-key-grace must be shorter than --grant-key-rotation", "operator", "--grant-key-grace", "721h");
     EXPECT(2, "usage:", "operator", "--bogus");
     EXPECT(2, "unexpected argument", "operator", "extra");
     EXPECT(2, "--leader-elect wants true or false", "operator", "--leader-elect=maybe");
