@@ -2,8 +2,12 @@
  * `kubectl apply -k manifests/` with the real kubectl against the test API server, as an
  * administrator installs fracgpu:
  *   - the first apply creates every object of manifests/ (namespace, CRDs, service accounts,
- *     cluster roles and bindings, roles and bindings, services, the node agent's PriorityClass, the
- *     operator Deployment, the node-agent DaemonSet) and exits 0;
+ *     cluster roles and bindings, roles and bindings, the two Secrets the operator fills, services,
+ *     the node agent's PriorityClass, the operator Deployment, the node-agent DaemonSet) and exits 0;
+ *   - what a real cluster needs of them: the node agent may read the grant key's Secret alone and
+ *     delete pods; it runs as root with every capability dropped, mounts the kubelet's device-plugin
+ *     directory writable and the rest read-only, and gets its namespace from the downward API; the
+ *     operator may write the grant key's Secret by name; the Secret ships without data;
  *   - `kubectl get` of each kind finds them by name, with the columns kubectl shows on a cluster,
  *     and `kubectl get all` the workloads and services;
  *   - a second apply changes nothing: every object is "unchanged";
@@ -44,13 +48,16 @@ static const char *const objects[] = {
     "serviceaccount/fracgpu-node-agent",
     "serviceaccount/fracgpu-operator",
     "role.rbac.authorization.k8s.io/fracgpu-capacity-holder",
+    "role.rbac.authorization.k8s.io/fracgpu-node-agent",
     "role.rbac.authorization.k8s.io/fracgpu-operator",
     "clusterrole.rbac.authorization.k8s.io/fracgpu-node-agent",
     "clusterrole.rbac.authorization.k8s.io/fracgpu-operator",
     "rolebinding.rbac.authorization.k8s.io/fracgpu-capacity-holder",
+    "rolebinding.rbac.authorization.k8s.io/fracgpu-node-agent",
     "rolebinding.rbac.authorization.k8s.io/fracgpu-operator",
     "clusterrolebinding.rbac.authorization.k8s.io/fracgpu-node-agent",
     "clusterrolebinding.rbac.authorization.k8s.io/fracgpu-operator",
+    "secret/fracgpu-grant-key",
     "secret/fracgpu-webhook-tls",
     "service/fracgpu-node-agent",
     "service/fracgpu-operator-metrics",
@@ -127,6 +134,63 @@ static void expect_get(const char *kind, bool namespaced, const char *header, co
     fg_buf_cleanup(&out);
 }
 
+/* `kubectl get KIND NAME -n NS -o=jsonpath=PATH` (NS NULL: cluster-scoped) prints exactly want. */
+static void expect_field(const char *kind, const char *name, const char *ns, const char *path, const char *want)
+{
+    struct fg_buf out = FG_BUF_INIT;
+    char arg[512];
+    snprintf(arg, sizeof arg, "-o=jsonpath=%s", path);
+    int rc = ns ? kubectl(&out, NULL, "get", kind, name, "-n", ns, arg, NULL) : kubectl(&out, NULL, "get", kind, name, arg, NULL);
+    if (rc != 0 || strcmp(fg_buf_str(&out), want))
+        fail_msg("%s/%s %s: got \"%s\" (exit %d), want \"%s\"", kind, name, path, fg_buf_str(&out), rc, want);
+    fg_buf_cleanup(&out);
+}
+
+/* What a real cluster needs of the RBAC, the node agent's pod and the grant key's Secret. */
+static void expect_device_plugin_needs(void)
+{
+    /* the node agent: the grant key's Secret alone, read only; pods deleted; Events created */
+    expect_field("role", "fracgpu-node-agent", NS, "{.rules[*].resources}{.rules[*].resourceNames}{.rules[*].verbs}",
+                 "[\"secrets\"][\"fracgpu-grant-key\"][\"get\",\"list\",\"watch\"]");
+    expect_field("rolebinding", "fracgpu-node-agent", NS, "{.roleRef.kind}/{.roleRef.name} {.subjects[*].name}",
+                 "Role/fracgpu-node-agent fracgpu-node-agent");
+    expect_field("clusterrole", "fracgpu-node-agent", NULL,
+                 "{range .rules[*]}{.resources}{.verbs}{.resourceNames};{end}",
+                 "[\"pods\"][\"list\",\"watch\",\"delete\"];[\"events\"][\"create\"];");
+    /* the operator: writes the grant key's Secret by name, creates Secrets (a missing one has no name) */
+    expect_field("role", "fracgpu-operator", NS, "{range .rules[?(@.resources[0]==\"secrets\")]}{.resourceNames}{.verbs};{end}",
+                 "[\"create\"];[\"fracgpu-webhook-tls\",\"fracgpu-grant-key\"][\"get\",\"list\",\"watch\",\"update\"];");
+    /* the Secret ships without data: the operator writes the key, and a re-apply leaves it alone */
+    expect_field("secret", "fracgpu-grant-key", NS, "{.type}:{.data}", "Opaque:");
+
+    /* the node agent's pod: root for the kubelet's sockets, and nothing more */
+    const char *ds = "fracgpu-node-agent";
+    expect_field("ds", ds, NS, "{.spec.template.spec.securityContext.runAsUser}", "0");
+    expect_field("ds", ds, NS,
+                 "{.spec.template.spec.containers[0].securityContext.capabilities.drop}"
+                 "{.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation}"
+                 "{.spec.template.spec.containers[0].securityContext.privileged}"
+                 "{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem}",
+                 "[\"ALL\"]falsefalsetrue");
+    /* what it mounts, and that only the device-plugin directory is writable */
+    expect_field("ds", ds, NS, "{range .spec.template.spec.volumes[*]}{.name}:{.hostPath.path} {end}",
+                 "host-proc:/proc device-plugins:/var/lib/kubelet/device-plugins "
+                 "pod-resources:/var/lib/kubelet/pod-resources cdi-etc:/etc/cdi cdi-run:/var/run/cdi "
+                 "nvidia-runtime:/etc/nvidia-container-runtime mps:/run/fracgpu/mps ");
+    expect_field("ds", ds, NS, "{range .spec.template.spec.containers[0].volumeMounts[*]}{.mountPath}={.readOnly} {end}",
+                 "/host/proc=true /var/lib/kubelet/device-plugins= /var/lib/kubelet/pod-resources=true "
+                 "/host/etc/cdi=true /host/var/run/cdi=true /host/etc/nvidia-container-runtime=true "
+                 "/run/fracgpu/mps=true ");
+    /* the flags name those mounts, and the grant key's namespace comes from the downward API */
+    expect_field("ds", ds, NS, "{.spec.template.spec.containers[0].args[5:]}",
+                 "--device-plugin-dir=/var/lib/kubelet/device-plugins "
+                 "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock --host-root=/host "
+                 "--mps-root=/run/fracgpu/mps");
+    expect_field("ds", ds, NS,
+                 "{.spec.template.spec.containers[0].env[?(@.name==\"POD_NAMESPACE\")].valueFrom.fieldRef.fieldPath}",
+                 "metadata.namespace");
+}
+
 static void test_apply_manifests(void **state)
 {
     (void)state;
@@ -139,7 +203,7 @@ static void test_apply_manifests(void **state)
     const char *crds[] = { "gpupolicies.fracgpu.io", "gpuworkloads.fracgpu.io" };
     const char *both[] = { "fracgpu-node-agent", "fracgpu-operator" };
     const char *accounts[] = { "fracgpu-capacity-holder", "fracgpu-node-agent", "fracgpu-operator" };
-    const char *role[] = { "fracgpu-capacity-holder", "fracgpu-operator" };
+    const char *role[] = { "fracgpu-capacity-holder", "fracgpu-node-agent", "fracgpu-operator" };
     const char *operator[] = { "fracgpu-operator" };
     const char *agent[] = { "fracgpu-node-agent" };
     const char *services[] = { "fracgpu-node-agent", "fracgpu-operator-metrics", "fracgpu-webhook" };
@@ -148,8 +212,8 @@ static void test_apply_manifests(void **state)
     expect_get("sa", true, "NAME SECRETS AGE", accounts, 3);
     expect_get("clusterroles", false, "NAME CREATED AT", both, 2);
     expect_get("clusterrolebindings", false, "NAME ROLE AGE", both, 2);
-    expect_get("roles", true, "NAME CREATED AT", role, 2);
-    expect_get("rolebindings", true, "NAME ROLE AGE", role, 2);
+    expect_get("roles", true, "NAME CREATED AT", role, 3);
+    expect_get("rolebindings", true, "NAME ROLE AGE", role, 3);
     expect_get("deploy", true, "NAME READY UP-TO-DATE AVAILABLE AGE", operator, 1);
     expect_get("ds", true, "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE", agent, 1);
     expect_get("svc", true, "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE", services, 3);
@@ -164,6 +228,7 @@ static void test_apply_manifests(void **state)
                 "-o=jsonpath={.spec.template.spec.priorityClassName}", NULL) != 0 ||
         strcmp(fg_buf_str(&out), "fracgpu-node-critical"))
         fail_msg("node agent's priorityClassName: %s", fg_buf_str(&out));
+    expect_device_plugin_needs();
 
     /* `kubectl get all` (the category) finds the workloads and services, not the RBAC objects. */
     if (kubectl(&out, NULL, "get", "all", "-n", NS, "-o", "name", NULL) != 0)
