@@ -90,9 +90,9 @@ static bool rotated_at(json_object *cur, int64_t now_ms, int64_t *out)
 }
 
 /* Writes the plan for a step: data.key from `key` (NULL: fresh), data.previous from `previous`. */
-static enum fg_err make(struct fg_grant_key_plan *out, enum fg_grant_key_step step, json_object *cur, const char *ns,
-                        const char *name, const char *key, const char *previous, int64_t rotated,
-                        const struct fg_grant_key_policy *p, char *errmsg)
+static enum fg_err plan_step(struct fg_grant_key_plan *out, enum fg_grant_key_step step, json_object *cur,
+                             const char *ns, const char *name, const char *key, const char *previous, int64_t rotated,
+                             const struct fg_grant_key_policy *p, char *errmsg)
 {
     char *fresh = NULL;
     if (!key) {
@@ -117,11 +117,11 @@ enum fg_err fg_grant_key_plan(json_object *cur, const char *ns, const char *name
         return err;
     int64_t now = now_ms - now_ms % 1000; /* as the annotation records it */
     if (!cur || fg_json_object_len(fg_json_get(cur, "data", NULL)) == 0)
-        return make(out, FG_GRANT_KEY_ISSUE, cur, ns, name, NULL, NULL, now, p, errmsg);
+        return plan_step(out, FG_GRANT_KEY_ISSUE, cur, ns, name, NULL, NULL, now, p, errmsg);
 
     err = fg_grant_key_member_check(cur, "key", out->problem);
     if (err != FG_OK)
-        return make(out, FG_GRANT_KEY_REPAIR_KEY, cur, ns, name, NULL, NULL, now, p, errmsg);
+        return plan_step(out, FG_GRANT_KEY_REPAIR_KEY, cur, ns, name, NULL, NULL, now, p, errmsg);
     const char *key = fg_json_get_str(cur, "data", "key", NULL);
     const char *previous = fg_json_get_str(cur, "data", "previous", NULL);
     int64_t rotated = 0;
@@ -131,14 +131,14 @@ enum fg_err fg_grant_key_plan(json_object *cur, const char *ns, const char *name
     err = fg_grant_key_member_check(cur, "previous", why);
     if (err == FG_E_INVAL) {
         snprintf(out->problem, sizeof(out->problem), "%s", why);
-        return make(out, FG_GRANT_KEY_REPAIR_PREVIOUS, cur, ns, name, key, NULL, dated ? rotated : now, p, errmsg);
+        return plan_step(out, FG_GRANT_KEY_REPAIR_PREVIOUS, cur, ns, name, key, NULL, dated ? rotated : now, p, errmsg);
     }
     if (!dated)
-        return make(out, FG_GRANT_KEY_ADOPT, cur, ns, name, key, previous, now, p, errmsg);
+        return plan_step(out, FG_GRANT_KEY_ADOPT, cur, ns, name, key, previous, now, p, errmsg);
     if (now_ms >= rotated + p->rotation_ms)
-        return make(out, FG_GRANT_KEY_ROTATE, cur, ns, name, NULL, key, now, p, errmsg);
+        return plan_step(out, FG_GRANT_KEY_ROTATE, cur, ns, name, NULL, key, now, p, errmsg);
     if (previous && now_ms >= rotated + p->grace_ms)
-        return make(out, FG_GRANT_KEY_RETIRE, cur, ns, name, key, NULL, rotated, p, errmsg);
+        return plan_step(out, FG_GRANT_KEY_RETIRE, cur, ns, name, key, NULL, rotated, p, errmsg);
     out->step = FG_GRANT_KEY_KEEP;
     out->recheck_ms = next_due(p, rotated, previous != NULL);
     return FG_OK;

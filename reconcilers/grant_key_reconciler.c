@@ -25,7 +25,8 @@ static enum fg_err write_secret(struct fg_kube_client *c, const struct fg_grant_
 {
     struct fg_kube_status st = { 0 };
     char *path = fg_kube_path(&fg_kube_secrets, o->ns, create ? NULL : o->secret, NULL, NULL);
-    enum fg_err err = create ? fg_kube_create(c, path, next, written, &st) : fg_kube_update(c, path, next, written, &st);
+    enum fg_err err = create ? fg_kube_create(c, path, next, written, &st)
+                             : fg_kube_update(c, path, next, written, &st);
     if (err != FG_OK)
         fg_errmsg(errmsg, err, "cannot %s Secret %s/%s: %s", create ? "create" : "update", o->ns, o->secret,
                   st.message ? st.message : fg_err_str(err));
@@ -111,7 +112,8 @@ enum fg_err fg_grant_key_converge(struct fg_kube_client *c, const struct fg_gran
             break;
         out->conflicts++;
         fg_log_obj(FG_LOG_INFO, COMPONENT, "Secret", o->ns, o->secret,
-                   "another writer changed the Secret first (%s); reading it again", fg_err_str(err));
+                   "the Secret changed since it was read (%s: another writer, or a cache behind); reading it again",
+                   fg_err_str(err));
         json_object_put(cur);
         if ((err = read_secret(c, o, &cur, errmsg)) != FG_OK)
             break;

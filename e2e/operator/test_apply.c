@@ -140,7 +140,8 @@ static void expect_field(const char *kind, const char *name, const char *ns, con
     struct fg_buf out = FG_BUF_INIT;
     char arg[512];
     snprintf(arg, sizeof arg, "-o=jsonpath=%s", path);
-    int rc = ns ? kubectl(&out, NULL, "get", kind, name, "-n", ns, arg, NULL) : kubectl(&out, NULL, "get", kind, name, arg, NULL);
+    int rc = ns ? kubectl(&out, NULL, "get", kind, name, "-n", ns, arg, NULL)
+                : kubectl(&out, NULL, "get", kind, name, arg, NULL);
     if (rc != 0 || strcmp(fg_buf_str(&out), want))
         fail_msg("%s/%s %s: got \"%s\" (exit %d), want \"%s\"", kind, name, path, fg_buf_str(&out), rc, want);
     fg_buf_cleanup(&out);
@@ -158,8 +159,10 @@ static void expect_device_plugin_needs(void)
                  "{range .rules[*]}{.resources}{.verbs}{.resourceNames};{end}",
                  "[\"pods\"][\"list\",\"watch\",\"delete\"];[\"events\"][\"create\"];");
     /* the operator: writes the grant key's Secret by name, creates Secrets (a missing one has no name) */
-    expect_field("role", "fracgpu-operator", NS, "{range .rules[?(@.resources[0]==\"secrets\")]}{.resourceNames}{.verbs};{end}",
-                 "[\"create\"];[\"fracgpu-webhook-tls\",\"fracgpu-grant-key\"][\"get\",\"list\",\"watch\",\"update\"];");
+    expect_field("role", "fracgpu-operator", NS,
+                 "{range .rules[?(@.resources[0]==\"secrets\")]}{.resourceNames}{.verbs};{end}",
+                 "[\"create\"];"
+                 "[\"fracgpu-webhook-tls\",\"fracgpu-grant-key\"][\"get\",\"list\",\"watch\",\"update\"];");
     /* the Secret ships without data: the operator writes the key, and a re-apply leaves it alone */
     expect_field("secret", "fracgpu-grant-key", NS, "{.type}:{.data}", "Opaque:");
 
@@ -177,7 +180,8 @@ static void expect_device_plugin_needs(void)
                  "host-proc:/proc device-plugins:/var/lib/kubelet/device-plugins "
                  "pod-resources:/var/lib/kubelet/pod-resources cdi-etc:/etc/cdi cdi-run:/var/run/cdi "
                  "nvidia-runtime:/etc/nvidia-container-runtime mps:/run/fracgpu/mps ");
-    expect_field("ds", ds, NS, "{range .spec.template.spec.containers[0].volumeMounts[*]}{.mountPath}={.readOnly} {end}",
+    expect_field("ds", ds, NS,
+                 "{range .spec.template.spec.containers[0].volumeMounts[*]}{.mountPath}={.readOnly} {end}",
                  "/host/proc=true /var/lib/kubelet/device-plugins= /var/lib/kubelet/pod-resources=true "
                  "/host/etc/cdi=true /host/var/run/cdi=true /host/etc/nvidia-container-runtime=true "
                  "/run/fracgpu/mps=true ");

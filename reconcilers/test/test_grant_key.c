@@ -63,7 +63,8 @@ static const char *data_of(const struct fg_grant_key_plan *p, const char *member
 static int64_t rotated_of(const struct fg_grant_key_plan *p)
 {
     int64_t t = 0;
-    assert_true(fg_time_parse(fg_json_get_str(p->next, "metadata", "annotations", FG_ANN_GRANT_KEY_ROTATED_AT, NULL), &t));
+    const char *s = fg_json_get_str(p->next, "metadata", "annotations", FG_ANN_GRANT_KEY_ROTATED_AT, NULL);
+    assert_true(fg_time_parse(s, &t));
     return t;
 }
 

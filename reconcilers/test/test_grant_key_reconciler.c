@@ -82,7 +82,8 @@ static char *wait_usable_key(const char *not)
     struct usable u = { not, NULL };
     if (!fg_harness_wait(has_usable_key, &u, 15000)) {
         json_object *s = get_secret(NS, FG_SECRET_GRANT_KEY);
-        fail_msg("no usable key%s: %s", not ? " other than the old one" : "", s ? json_object_to_json_string(s) : "(none)");
+        fail_msg("no usable key%s: %s", not ? " other than the old one" : "",
+                 s ? json_object_to_json_string(s) : "(none)");
     }
     return u.key;
 }
