@@ -70,4 +70,27 @@ void fg_dm_record(struct fg_dm *dm, const char *ns, const char *name, const char
 /* The pod is gone: its devices are free again. */
 void fg_dm_pod_gone(struct fg_dm *dm, const char *uid);
 
+/* ---- from other threads: the manager runs on loop's thread ---- */
+
+struct fg_kube_loop;
+
+/* An allocation's outcome, for a caller that waited for it. */
+struct fg_dm_result {
+    enum fg_grpc_status status;
+    char message[1024];
+    V1beta1__ContainerAllocateResponse *reply; /* OK only; owned (fg_dm_result_cleanup) */
+    char **device_ids;
+    size_t n;
+};
+
+/* fg_dm_allocate through loop (whose base runs dm), waiting at most timeout_ms for the end: FG_OK with
+ * *out filled (out->status says what the plugin answered), FG_E_NOT_FOUND_LOCAL / FG_E_BUSY as
+ * fg_dm_allocate, FG_E_TIMEOUT. Not from loop's own thread. */
+enum fg_err fg_dm_allocate_wait(struct fg_kube_loop *loop, struct fg_dm *dm, const char *ns, const char *name,
+                                const char *uid, const char *container, const char *resource, size_t n,
+                                unsigned timeout_ms, struct fg_dm_result *out) FG_MUST_USE;
+void fg_dm_result_cleanup(struct fg_dm_result *r);
+/* The value of env `name` in a reply, or NULL. */
+const char *fg_dm_reply_env(const V1beta1__ContainerAllocateResponse *reply, const char *name);
+
 #endif

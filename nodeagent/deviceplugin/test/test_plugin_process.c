@@ -113,64 +113,40 @@ static struct probe probe(void)
     return p;
 }
 
-/* One admission: the kubelet allocating one slot for pod's container. */
+/* What the kubelet got for one container when it admitted a pod. */
 struct admission {
-    const char *ns, *name, *uid;
-    bool started, done;
-    enum fg_err start_err;
     enum fg_grpc_status status;
     char message[1024];
     char device[128];
     char env_visible[256], env_pipe[256], cdi[256], mount_pipe[256];
 };
 
-static void admitted(void *ud, enum fg_grpc_status status, const char *message,
-                     const V1beta1__ContainerAllocateResponse *reply, const char *const *ids, size_t n)
-{
-    struct admission *a = ud;
-    a->status = status;
-    snprintf(a->message, sizeof(a->message), "%s", message);
-    if (reply) {
-        snprintf(a->device, sizeof(a->device), "%s", n ? ids[0] : "");
-        for (size_t i = 0; i < reply->n_envs; i++) {
-            if (!strcmp(reply->envs[i]->key, "NVIDIA_VISIBLE_DEVICES"))
-                snprintf(a->env_visible, sizeof(a->env_visible), "%s", reply->envs[i]->value);
-            if (!strcmp(reply->envs[i]->key, "CUDA_MPS_PIPE_DIRECTORY"))
-                snprintf(a->env_pipe, sizeof(a->env_pipe), "%s", reply->envs[i]->value);
-        }
-        if (reply->n_cdi_devices)
-            snprintf(a->cdi, sizeof(a->cdi), "%s", reply->cdi_devices[0]->name);
-        for (size_t i = 0; i < reply->n_mounts; i++)
-            if (!strcmp(reply->mounts[i]->container_path, "/tmp/nvidia-mps"))
-                snprintf(a->mount_pipe, sizeof(a->mount_pipe), "%s", reply->mounts[i]->host_path);
-    }
-    a->done = true;
-}
-
-static void admit_on_loop(void *ud)
-{
-    struct admission *a = ud;
-    a->start_err = fg_dm_allocate(E.dm, a->ns, a->name, a->uid, "main", SHARE, 1, admitted, a);
-    a->started = true;
-}
-
 static void read_done(void *ud)
 {
-    (void)ud; /* a round trip through the loop: what admitted() wrote is visible afterwards */
+    (void)ud; /* a round trip through the loop: what its callbacks wrote is visible afterwards */
 }
 
-/* Admits pod (ns, name, uid) and waits for the plugin's answer (at most 10 s). */
-static void admit(struct admission *a)
+/* The kubelet admits pod (name, uid) of NS: one slot for its container, the plugin's answer awaited. */
+static struct admission admit(const char *name, const char *uid)
 {
-    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, admit_on_loop, a, 5000), FG_OK);
-    assert_int_equal(a->start_err, FG_OK);
-    for (int i = 0; i < 500; i++) {
-        assert_int_equal(fg_kube_loop_call_wait(E.h.loop, read_done, NULL, 5000), FG_OK);
-        if (a->done)
-            return;
-        fg_test_sleep_ms(20);
+    struct fg_dm_result r;
+    struct admission a = { 0 };
+    assert_int_equal(fg_dm_allocate_wait(E.h.loop, E.dm, NS, name, uid, "main", SHARE, 1, 10000, &r), FG_OK);
+    a.status = r.status;
+    snprintf(a.message, sizeof(a.message), "%s", r.message);
+    if (r.reply) {
+        const char *v = fg_dm_reply_env(r.reply, "NVIDIA_VISIBLE_DEVICES"), *pipe = fg_dm_reply_env(r.reply, "CUDA_MPS_PIPE_DIRECTORY");
+        snprintf(a.device, sizeof(a.device), "%s", r.n ? r.device_ids[0] : "");
+        snprintf(a.env_visible, sizeof(a.env_visible), "%s", v ? v : "");
+        snprintf(a.env_pipe, sizeof(a.env_pipe), "%s", pipe ? pipe : "");
+        if (r.reply->n_cdi_devices)
+            snprintf(a.cdi, sizeof(a.cdi), "%s", r.reply->cdi_devices[0]->name);
+        for (size_t i = 0; i < r.reply->n_mounts; i++)
+            if (!strcmp(r.reply->mounts[i]->container_path, "/tmp/nvidia-mps"))
+                snprintf(a.mount_pipe, sizeof(a.mount_pipe), "%s", r.reply->mounts[i]->host_path);
     }
-    fail_msg("no answer to Allocate for %s/%s", a->ns, a->name);
+    fg_dm_result_cleanup(&r);
+    return a;
 }
 
 /* ---- the cluster ---- */
@@ -366,8 +342,7 @@ static void grants_and_refusals(void **state)
     char uid[64];
     make_pod("granted", uid);
     place("granted", uid, GPU2, key1, "timeslice");
-    struct admission a = { .ns = NS, .name = "granted", .uid = uid };
-    admit(&a);
+    struct admission a = admit("granted", uid);
     if (a.status != FG_GRPC_OK)
         dump_log();
     assert_int_equal(a.status, FG_GRPC_OK);
@@ -378,8 +353,7 @@ static void grants_and_refusals(void **state)
     char fuid[64];
     make_pod("forged", fuid);
     place("forged", uid, GPU2, key1, "timeslice");
-    struct admission f = { .ns = NS, .name = "forged", .uid = fuid };
-    admit(&f);
+    struct admission f = admit("forged", fuid);
     assert_int_equal(f.status, FG_GRPC_PERMISSION_DENIED);
     assert_non_null(strstr(f.message, "ml/forged: grant forged or altered"));
     for (int i = 0; i < 250 && !event_about("forged", "GrantRefused"); i++)
@@ -392,8 +366,7 @@ static void grants_and_refusals(void **state)
     make_pod("granted-2", u2);
     place("granted-2", u2, GPU1, key1, "timeslice");
     place("forged-2", u2, GPU1, key1, "timeslice");
-    struct admission first = { .ns = NS, .name = "forged-2", .uid = f2 };
-    admit(&first);
+    struct admission first = admit("forged-2", f2);
     assert_int_equal(first.status, FG_GRPC_OK); /* the plugin could not tell: it served granted-2's grant */
     uint64_t t0 = fg_clock_real_ns();
     while (pod_exists("forged-2") && fg_clock_real_ns() - t0 < 5 * FG_NS_PER_S)
@@ -403,8 +376,7 @@ static void grants_and_refusals(void **state)
         dump_log();
     assert_false(pod_exists("forged-2"));
     assert_true(gone_ms < 1000);
-    struct admission second = { .ns = NS, .name = "granted-2", .uid = u2 };
-    admit(&second);
+    struct admission second = admit("granted-2", u2);
     assert_int_equal(second.status, FG_GRPC_OK);
     assert_string_equal(second.env_visible, GPU1);
     assert_true(pod_exists("granted-2") && pod_exists("granted"));
@@ -420,8 +392,7 @@ static void grants_and_refusals(void **state)
     char u3[64];
     make_pod("third", u3);
     place("third", u3, GPU1, key1, "timeslice");
-    struct admission t = { .ns = NS, .name = "third", .uid = u3 };
-    admit(&t);
+    struct admission t = admit("third", u3);
     assert_int_equal(t.status, FG_GRPC_OK); /* the plugin still serves */
 }
 
@@ -483,8 +454,7 @@ static void restarts_forms_and_keys(void **state)
     char uid[64];
     make_pod("kept", uid);
     place("kept", uid, GPU1, key1, "timeslice");
-    struct admission a = { .ns = NS, .name = "kept", .uid = uid };
-    admit(&a);
+    struct admission a = admit("kept", uid);
     assert_int_equal(a.status, FG_GRPC_OK);
 
     /* the kubelet restarts: sockets removed, its own re-created */
@@ -517,8 +487,7 @@ static void restarts_forms_and_keys(void **state)
     char mu[64];
     make_pod("tenant", mu);
     place("tenant", mu, GPU2, key1, "mps");
-    struct admission m = { .ns = NS, .name = "tenant", .uid = mu };
-    admit(&m);
+    struct admission m = admit("tenant", mu);
     assert_int_equal(m.status, FG_GRPC_OK);
     assert_string_equal(m.cdi, "nvidia.com/gpu=" GPU2);
     assert_string_equal(m.env_pipe, "/tmp/nvidia-mps");
@@ -532,8 +501,7 @@ static void restarts_forms_and_keys(void **state)
     char ou[64];
     make_pod("old-key", ou);
     place("old-key", ou, GPU1, key1, "timeslice");
-    struct admission o = { .ns = NS, .name = "old-key", .uid = ou };
-    admit(&o);
+    struct admission o = admit("old-key", ou);
     assert_int_equal(o.status, FG_GRPC_OK);
 
     /* the key Secret deleted: nothing verifies, and the refusal says why */
@@ -544,8 +512,7 @@ static void restarts_forms_and_keys(void **state)
     char nu[64];
     make_pod("no-key", nu);
     place("no-key", nu, GPU1, key2, "timeslice");
-    struct admission k = { .ns = NS, .name = "no-key", .uid = nu };
-    admit(&k);
+    struct admission k = admit("no-key", nu);
     assert_int_equal(k.status, FG_GRPC_PERMISSION_DENIED);
     assert_non_null(strstr(k.message, "was deleted"));
 }
