@@ -185,7 +185,7 @@ static unsigned start_exporter(const char *nvml_lib, bool dcgm_aliases, char *lo
     snprintf(log_path, 128, "%s/exporter.log", dir);
     char *const argv[] = { FG_FRACGPU, "node-agent", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
                            "--nvml-lib", (char *)nvml_lib, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
-                           "--interval", "200ms", dcgm_aliases ? "--dcgm-aliases" : NULL, NULL };
+                           "--interval", "200ms", "--no-device-plugin", dcgm_aliases ? "--dcgm-aliases" : NULL, NULL };
     exporter_pid = spawn(argv, log_path);
     unsigned port = fg_test_exporter_port(log_path);
     assert_true(port > 0);
@@ -552,6 +552,8 @@ static void test_bad_usage(void **state)
         { "--listen", "127.0.0.1:0", NULL, NULL },                            /* no node name */
         { "--node-name", "n", "--interval", "fast" },
         { "--node-name", "n", "--bogus", NULL },
+        { "--node-name", "n", "--slots-per-gpu", "0" },
+        { "--node-name", "n", "--device-list-strategy", "cdi" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *argv[7] = { FG_FRACGPU, "node-agent" };

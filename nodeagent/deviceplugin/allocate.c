@@ -142,7 +142,7 @@ void fg__dp_decide_pending(struct fg__dp *p)
     uint64_t now = fg_clock_mono_ns();
     for (size_t i = 0; i < p->npending;) {
         struct fg_dp_node_view v;
-        fg__dp_view(p, &v);
+        fg__dp_view_waiting(p, &v);
         struct fg_dp_pick pick;
         fg_dp_pick_pod(&v, &p->ledger, &pick);
         size_t before = p->npending;
@@ -213,7 +213,14 @@ void fg__dp_allocate(struct fg_grpc_call *call, const uint8_t *req, size_t len, 
         return;
     }
     p->pending[p->npending++] = (struct fg__dp_pending){ call, in, start, start + (uint64_t)p->o.hold_ms * FG_NS_PER_MS };
-    fg__dp_audit(p); /* decides once the kubelet's records are compared with the ledger */
+    /* The common case is decided at once. When no waiting pod verifies, an impostor may be holding the
+     * reply meant for a pod the ledger thinks served: the audit finds out, then decides again. */
+    fg__dp_decide_pending(p);
+    for (size_t i = 0; i < p->npending; i++)
+        if (p->pending[i].call == call) {
+            fg__dp_audit(p);
+            break;
+        }
 }
 
 void fg__dp_allocate_gone(struct fg_grpc_call *call, void *ud)
@@ -237,7 +244,7 @@ void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len,
         return;
     }
     struct fg_dp_node_view v;
-    fg__dp_view(p, &v);
+    fg__dp_view_waiting(p, &v);
     struct fg_dp_pick pick;
     fg_dp_pick_pod(&v, &p->ledger, &pick);
     const char *want = pick.outcome == FG_DP_PICK_GRANTED ? pick.grant.gpu_uuid : NULL;
@@ -338,7 +345,7 @@ static void listed(void *ud, enum fg_grpc_status status, const char *message, co
         nh++;
     }
     struct fg_dp_node_view v;
-    fg__dp_view(p, &v);
+    fg__dp_view_holders(p, h, nh, &v);
     struct fg_dp_audit a;
     fg_dp_ledger_audit(&p->ledger, &v, h, nh, &a);
     if (a.adopted)

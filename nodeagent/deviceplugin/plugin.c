@@ -275,16 +275,30 @@ static void tick(evutil_socket_t fd, short what, void *ud)
 
 /* ---- pods ---- */
 
-void fg__dp_view(struct fg__dp *p, struct fg_dp_node_view *v)
+void fg__dp_view_waiting(struct fg__dp *p, struct fg_dp_node_view *v)
 {
     struct fg_kobj_list l;
     fg_store_list(fg_informer_store(p->pods), &l);
     json_object **pods = fg_calloc(l.n ? l.n : 1, sizeof(*pods));
     size_t n = 0;
     for (size_t i = 0; i < l.n; i++)
-        if (fg_kobj_parse(l.items[i], &pods[n], NULL) == FG_OK)
+        if (strstr(fg_kobj_text(l.items[i], NULL), "\"" FG_RES_GPU_SHARE "\"") &&
+            !fg_dp_ledger_get(&p->ledger, fg_kobj_uid(l.items[i])) && fg_kobj_parse(l.items[i], &pods[n], NULL) == FG_OK)
             n++;
     fg_kobj_list_cleanup(&l);
+    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus };
+}
+
+void fg__dp_view_holders(struct fg__dp *p, const struct fg_dp_holding *h, size_t nh, struct fg_dp_node_view *v)
+{
+    json_object **pods = fg_calloc(nh ? nh : 1, sizeof(*pods));
+    size_t n = 0;
+    for (size_t i = 0; i < nh; i++) {
+        char key[320];
+        snprintf(key, sizeof(key), "%s/%s", h[i].ns, h[i].name);
+        if ((pods[n] = fg_store_get_json(fg_informer_store(p->pods), key)))
+            n++;
+    }
     *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus };
 }
 

@@ -14,9 +14,10 @@
  *     call is held for a moment (the binding may not have reached this node's cache) and re-decided
  *     on every pod event; then refused, which the kubelet turns into UnexpectedAdmissionError, with
  *     a GrantRefused Event on each waiting pod whose grant failed (enforcer.h).
- *   - Before every decision and shortly after every grant, it audits what the kubelet says each pod
- *     holds (PodResources List) against its ledger; a pod holding devices it was not granted is
- *     deleted at once (enforcer.h). After a restart the audit adopts pods with valid grants.
+ *   - Shortly after every grant, whenever an Allocate finds no pod to serve, and every ten seconds,
+ *     it audits what the kubelet says each pod holds (PodResources List) against its ledger; a pod
+ *     holding devices it was not granted is deleted at once (enforcer.h), and the pod it robbed is
+ *     served when its own Allocate comes. After a restart the audit adopts pods with valid grants.
  *   - GetPreferredAllocation: slots of the granted GPU first, so the kubelet's records (and
  *     PodResources) name the GPU each pod really uses.
  *

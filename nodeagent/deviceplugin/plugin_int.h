@@ -78,8 +78,12 @@ struct fg__dp {
     struct fg_histogram *allocate_seconds;
 };
 
-/* This node's pods as parsed trees, for a decision (fg__dp_view_cleanup puts them). */
-void fg__dp_view(struct fg__dp *p, struct fg_dp_node_view *v);
+/* This node's pods that may be waiting for admission, parsed: those that ask for a share and are not
+ * in the ledger (the others are skipped before parsing: a decision costs what the waiting pods cost,
+ * however many tenants run). fg__dp_view_cleanup puts them. */
+void fg__dp_view_waiting(struct fg__dp *p, struct fg_dp_node_view *v);
+/* The pods named by the holdings (by namespace/name), parsed, for an audit. */
+void fg__dp_view_holders(struct fg__dp *p, const struct fg_dp_holding *h, size_t nh, struct fg_dp_node_view *v);
 void fg__dp_view_cleanup(struct fg_dp_node_view *v);
 
 /* allocate.c */
