@@ -1,5 +1,6 @@
 /* fracgpu's kubelet device plugin: its life, registration, GPUs and ListAndWatch (plugin.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,21 @@ static enum fg_err listen_socket(struct fg__dp *p, char *errmsg)
     return FG_OK;
 }
 
+/* Logs a registration or serving problem when it starts or changes; a repeat every retry stays quiet. */
+static void problem(struct fg__dp *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(struct fg__dp *p, const char *fmt, ...)
+{
+    char msg[FG_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (strcmp(msg, p->problem) == 0)
+        return;
+    snprintf(p->problem, sizeof(p->problem), "%s", msg);
+    fg_log(FG_LOG_WARN, COMPONENT, "%s (retrying every second; logged again only when it changes)", msg);
+}
+
 static void registered(void *ud, enum fg_grpc_status status, const char *message, const uint8_t *resp, size_t len)
 {
     (void)resp, (void)len;
@@ -193,12 +209,13 @@ static void registered(void *ud, enum fg_grpc_status status, const char *message
     if (status == FG_GRPC_OK) {
         p->registered = true;
         fg_counter_add(p->reg_ok, 1);
+        p->problem[0] = '\0';
         fg_log(FG_LOG_INFO, COMPONENT, "registered " FG_RES_GPU_SHARE " with the kubelet at %s", p->kubelet_path);
         return;
     }
     fg_counter_add(p->reg_failed, 1);
-    fg_log(FG_LOG_WARN, COMPONENT, "registration with the kubelet at %s failed: %s: %s (retrying)", p->kubelet_path,
-           fg_grpc_status_name(status), message);
+    problem(p, "registration with the kubelet at %s failed: %s: %s", p->kubelet_path, fg_grpc_status_name(status),
+            message);
     p->next_register_ns = fg_clock_mono_ns() + REGISTER_RETRY_NS;
 }
 
@@ -208,7 +225,7 @@ static void register_now(struct fg__dp *p)
     struct fg_grpc_client_opts co = { .socket_path = p->kubelet_path };
     p->next_register_ns = fg_clock_mono_ns() + REGISTER_RETRY_NS;
     if (fg_grpc_client_new(p->base, &co, &p->kubelet, msg) != FG_OK) {
-        fg_log(FG_LOG_WARN, COMPONENT, "cannot reach the kubelet: %s", msg);
+        problem(p, "cannot reach the kubelet: %s", msg);
         return;
     }
     V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
@@ -239,7 +256,7 @@ static void check_sockets(struct fg__dp *p)
                    p->socket_path);
         close_server(p);
         if (listen_socket(p, msg) != FG_OK) {
-            fg_log(FG_LOG_WARN, COMPONENT, "cannot serve on %s: %s", p->socket_path, msg);
+            problem(p, "cannot serve on %s: %s", p->socket_path, msg);
             return;
         }
         p->registered = false;

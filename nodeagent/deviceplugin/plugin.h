@@ -6,7 +6,8 @@
  *   - Registration: it listens on <dir>/fracgpu.sock and registers with <dir>/kubelet.sock. A
  *     kubelet that restarts deletes every socket in the directory and re-creates its own; the plugin
  *     notices either (it checks both files several times a second), listens again and registers
- *     again. A refused or failed registration is retried every two seconds.
+ *     again. A refused or failed registration is retried every second (logged when the problem starts
+ *     or changes, not at every retry).
  *   - ListAndWatch: the slots of every GPU the exporter's last sample showed (slots.h), re-sent to
  *     each watching kubelet when a GPU appears, vanishes or changes health.
  *   - Allocate: finds the pod being admitted and checks its grant (admission.h), then answers with

@@ -61,6 +61,7 @@ struct fg__dp {
     ino_t kubelet_ino;
     bool registered, registering;
     uint64_t next_register_ns;
+    char problem[FG_ERRMSG_MAX]; /* the registration or serving problem last logged, "" when none */
 
     struct fg_dp_ledger ledger;
     struct fg__dp_pending pending[FG_DP_PENDING_MAX];
