@@ -23,7 +23,7 @@
 #define DEFAULT_LISTEN ":9402"
 
 enum {
-    OPT_NODE = 1, OPT_NVML, OPT_PROC, OPT_INTERVAL, OPT_DCGM, OPT_DP_DIR, OPT_DP_PODRES, OPT_DP_FORM, OPT_DP_HOST,
+    OPT_NODE = 1, OPT_NVML, OPT_PROC, OPT_INTERVAL, OPT_DCGM, OPT_DP_DIR, OPT_DP_PODRES, OPT_DP_FORM, OPT_DP_CDI, OPT_DP_RUNTIME,
     OPT_DP_MPS, OPT_DP_KEYNS, OPT_DP_SLOTS, OPT_DP_OFF
 };
 
@@ -48,7 +48,10 @@ static void usage(FILE *out)
                  "                          (default /var/lib/kubelet/pod-resources/kubelet.sock)\n"
                  "  --device-list-strategy S  how a container gets its GPU: cdi-cri, volume-mounts, envvar or\n"
                  "                          auto (default: detected from the host's CDI specs and NVIDIA runtime)\n"
-                 "  --host-root DIR         where the host's /etc and /var/run are seen, for auto (default /)\n"
+                 "  --cdi-spec-dirs D[,D]   the host's CDI spec directories as mounted, for auto\n"
+                 "                          (default /etc/cdi,/var/run/cdi)\n"
+                 "  --nvidia-runtime-config F  the host's nvidia-container-runtime config.toml as mounted, for auto\n"
+                 "                          (default /etc/nvidia-container-runtime/config.toml)\n"
                  "  --mps-root DIR          the capacity holders' MPS directories (default /run/fracgpu/mps)\n"
                  "  --grant-key-namespace NS  where Secret fracgpu-grant-key lives (default $POD_NAMESPACE,\n"
                  "                          else fracgpu-system)\n"
@@ -68,7 +71,8 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
     switch (c) {
     case OPT_DP_DIR: a->plugin.dir = arg; return FG_OK;
     case OPT_DP_PODRES: a->plugin.pod_resources_socket = arg; return FG_OK;
-    case OPT_DP_HOST: a->plugin.host_root = arg; return FG_OK;
+    case OPT_DP_CDI: a->plugin.cdi_dirs = arg; return FG_OK;
+    case OPT_DP_RUNTIME: a->plugin.runtime_config = arg; return FG_OK;
     case OPT_DP_MPS: a->plugin.mps_root = arg; return FG_OK;
     case OPT_DP_KEYNS: a->plugin.key_namespace = arg; return FG_OK;
     case OPT_DP_OFF: a->no_plugin = true; return FG_OK;
@@ -108,7 +112,8 @@ int fg_cmd_node_agent(int argc, char **argv)
         { "device-plugin-dir", required_argument, NULL, OPT_DP_DIR },
         { "pod-resources-socket", required_argument, NULL, OPT_DP_PODRES },
         { "device-list-strategy", required_argument, NULL, OPT_DP_FORM },
-        { "host-root", required_argument, NULL, OPT_DP_HOST },
+        { "cdi-spec-dirs", required_argument, NULL, OPT_DP_CDI },
+        { "nvidia-runtime-config", required_argument, NULL, OPT_DP_RUNTIME },
         { "mps-root", required_argument, NULL, OPT_DP_MPS },
         { "grant-key-namespace", required_argument, NULL, OPT_DP_KEYNS },
         { "slots-per-gpu", required_argument, NULL, OPT_DP_SLOTS },

@@ -188,7 +188,8 @@ static void expect_device_plugin_needs(void)
     /* the flags name those mounts, and the grant key's namespace comes from the downward API */
     expect_field("ds", ds, NS, "{.spec.template.spec.containers[0].args[5:]}",
                  "--device-plugin-dir=/var/lib/kubelet/device-plugins "
-                 "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock --host-root=/host "
+                 "--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock --cdi-spec-dirs=/host/etc/cdi,/host/var/run/cdi "
+                 "--nvidia-runtime-config=/host/etc/nvidia-container-runtime/config.toml "
                  "--mps-root=/run/fracgpu/mps");
     expect_field("ds", ds, NS,
                  "{.spec.template.spec.containers[0].env[?(@.name==\"POD_NAMESPACE\")].valueFrom.fieldRef.fieldPath}",

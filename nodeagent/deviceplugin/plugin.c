@@ -467,7 +467,8 @@ enum fg_err fg_dp_setup(struct fg_manager *m, const struct fg_dp_opts *opts, str
     p->form = p->o.form;
     if (p->form == FG_DP_FORM_AUTO) {
         char why[FG_ERRMSG_MAX] = "";
-        p->form = fg_dp_form_detect(p->o.host_root, why);
+        p->form = fg_dp_form_detect(p->o.cdi_dirs ? p->o.cdi_dirs : FG_DP_CDI_DIRS_DEFAULT,
+                                    p->o.runtime_config ? p->o.runtime_config : FG_DP_RUNTIME_CONFIG_DEFAULT, why);
         fg_log(FG_LOG_INFO, COMPONENT, "devices in the %s form: %s", fg_dp_form_name(p->form), why);
     }
     p->loop = fg_manager_loop(m);

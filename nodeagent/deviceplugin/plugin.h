@@ -41,8 +41,9 @@ struct fg_dp_opts {
     const char *node;                 /* required */
     const char *dir;                  /* NULL: /var/lib/kubelet/device-plugins */
     const char *pod_resources_socket; /* NULL: /var/lib/kubelet/pod-resources/kubelet.sock */
-    enum fg_dp_form form;             /* FG_DP_FORM_AUTO: detected under host_root */
-    const char *host_root;            /* NULL: / */
+    enum fg_dp_form form;             /* FG_DP_FORM_AUTO: detected from the two below */
+    const char *cdi_dirs;             /* NULL: FG_DP_CDI_DIRS_DEFAULT (comma-separated) */
+    const char *runtime_config;       /* NULL: FG_DP_RUNTIME_CONFIG_DEFAULT */
     const char *mps_root;             /* NULL: /run/fracgpu/mps */
     const char *key_namespace;        /* NULL: fracgpu-system */
     unsigned slots;                   /* 0: FG_DP_SLOTS_DEFAULT */

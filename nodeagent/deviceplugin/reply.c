@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nodeagent/holder/mps_paths.h"
@@ -87,28 +88,27 @@ static bool toml_true(const char *path, const char *key)
     return yes;
 }
 
-enum fg_dp_form fg_dp_form_detect(const char *host_root, char *why)
+enum fg_dp_form fg_dp_form_detect(const char *cdi_dirs, const char *runtime_config, char *why)
 {
-    char dir[FG_DP_PATH_MAX], found[FG_DP_PATH_MAX + 256];
-    const char *root = host_root && strcmp(host_root, "/") ? host_root : "";
-    static const char *const cdi_dirs[] = { "/etc/cdi", "/var/run/cdi", NULL };
-    for (int i = 0; cdi_dirs[i]; i++) {
-        snprintf(dir, sizeof(dir), "%s%s", root, cdi_dirs[i]);
-        if (cdi_spec_in(dir, found, sizeof(found))) {
-            if (why)
-                snprintf(why, FG_ERRMSG_MAX, "CDI spec %.400s declares nvidia.com/gpu", found);
-            return FG_DP_FORM_CDI;
-        }
-    }
-    snprintf(found, sizeof(found), "%s/etc/nvidia-container-runtime/config.toml", root);
-    if (toml_true(found, "accept-nvidia-visible-devices-as-volume-mounts")) {
+    char found[FG_DP_PATH_MAX + 256];
+    char *dirs = strdup(cdi_dirs ? cdi_dirs : ""), *save = NULL;
+    bool cdi = false;
+    for (char *d = strtok_r(dirs, ",", &save); d && !cdi; d = strtok_r(NULL, ",", &save))
+        cdi = *d && cdi_spec_in(d, found, sizeof(found));
+    free(dirs);
+    if (cdi) {
         if (why)
-            snprintf(why, FG_ERRMSG_MAX, "%.400s accepts the device list as volume mounts", found);
+            snprintf(why, FG_ERRMSG_MAX, "CDI spec %.400s declares nvidia.com/gpu", found);
+        return FG_DP_FORM_CDI;
+    }
+    if (runtime_config && toml_true(runtime_config, "accept-nvidia-visible-devices-as-volume-mounts")) {
+        if (why)
+            snprintf(why, FG_ERRMSG_MAX, "%.400s accepts the device list as volume mounts", runtime_config);
         return FG_DP_FORM_VOLUME_MOUNTS;
     }
     if (why)
-        snprintf(why, FG_ERRMSG_MAX, "no NVIDIA CDI spec in %.100s/etc/cdi or %.100s/var/run/cdi, no volume-mount list in %.200s",
-                 root, root, found);
+        snprintf(why, FG_ERRMSG_MAX, "no NVIDIA CDI spec in %.200s, no volume-mount list in %.200s", cdi_dirs ? cdi_dirs : "",
+                 runtime_config ? runtime_config : "");
     return FG_DP_FORM_ENVVAR;
 }
 

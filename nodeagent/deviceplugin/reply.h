@@ -12,9 +12,10 @@
  * In every form the reply also sets NVIDIA_VISIBLE_DEVICES to the UUID (or the mount directory), so
  * the pod's own `NVIDIA_VISIBLE_DEVICES` cannot widen it: the runtime reads the plugin's value last.
  *
- * "auto" detects the form from the host: a CDI spec declaring kind nvidia.com/gpu in /etc/cdi or
- * /var/run/cdi → cdi-cri; else the NVIDIA runtime's config.toml with
- * accept-nvidia-visible-devices-as-volume-mounts = true → volume-mounts; else envvar.
+ * "auto" detects the form from the host: a CDI spec declaring kind nvidia.com/gpu in one of the CDI
+ * spec directories (the host's /etc/cdi and /var/run/cdi) → cdi-cri; else the NVIDIA runtime's
+ * config.toml with accept-nvidia-visible-devices-as-volume-mounts = true → volume-mounts; else envvar.
+ * The agent sees those host paths where its pod mounts them, so it is told each path.
  *
  * For an mps GPU the tenant also gets the MPS daemon of its GPU, as the capacity holder runs it: the
  * pipe directory mounted at FG_DP_MPS_PIPE (CUDA_MPS_PIPE_DIRECTORY names it), the shared memory
@@ -34,6 +35,8 @@
 enum fg_dp_form { FG_DP_FORM_AUTO, FG_DP_FORM_ENVVAR, FG_DP_FORM_VOLUME_MOUNTS, FG_DP_FORM_CDI };
 
 #define FG_DP_MOUNTS_DIR "/var/run/nvidia-container-devices"
+#define FG_DP_CDI_DIRS_DEFAULT "/etc/cdi,/var/run/cdi"
+#define FG_DP_RUNTIME_CONFIG_DEFAULT "/etc/nvidia-container-runtime/config.toml"
 #define FG_DP_MPS_PIPE "/tmp/nvidia-mps"
 #define FG_DP_REPLY_ENVS 8
 #define FG_DP_REPLY_MOUNTS 4
@@ -71,9 +74,9 @@ struct fg_dp_grant_view {
 const char *fg_dp_form_name(enum fg_dp_form f);
 /* The form a name says; FG_E_INVAL for another name. */
 enum fg_err fg_dp_form_parse(const char *name, enum fg_dp_form *out) FG_MUST_USE;
-/* The form of the host whose root is host_root ("" or "/" for this machine); why (may be NULL,
- * FG_ERRMSG_MAX) says what decided it. */
-enum fg_dp_form fg_dp_form_detect(const char *host_root, char *why);
+/* The form of the host whose CDI spec directories are cdi_dirs (comma-separated) and whose NVIDIA
+ * runtime configuration is runtime_config; why (may be NULL, FG_ERRMSG_MAX) says what decided it. */
+enum fg_dp_form fg_dp_form_detect(const char *cdi_dirs, const char *runtime_config, char *why);
 
 /* The reply for one container in form f (not auto). FG_E_INVAL (errmsg) when the MPS directories of
  * an mps GPU cannot be named (nodeagent/holder/mps_paths.h). */

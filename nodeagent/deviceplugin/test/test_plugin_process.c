@@ -8,7 +8,7 @@
  *     holding the granted pod's slot: it is deleted within a second and the granted pod is served;
  *   - Allocate for devices it never advertised is INVALID_ARGUMENT, garbage on its socket harms nobody;
  *   - a kubelet restart (sockets removed, kubelet.sock re-created) leads to a new registration;
- *   - a restarted agent adopts the pods it had granted (none removed), detects CDI under --host-root
+ *   - a restarted agent adopts the pods it had granted (none removed), detects CDI in --cdi-spec-dirs
  *     and answers with the CDI device; an mps tenant gets its GPU's MPS pipe and limits;
  *   - a key rotation keeps grants of the previous key valid; a deleted key Secret refuses everything.
  */
@@ -61,7 +61,7 @@ static const unsigned char key2[32] = "second grant key after rotation!";
 struct env {
     struct fg_harness h;
     char dir[64];
-    char dp_dir[128], podres[128], mps_root[128], host_root[128], log[160];
+    char dp_dir[128], podres[128], mps_root[128], host_root[128], cdi_dirs[300], log[160];
     struct fg_dm *dm;
     pid_t agent;
 };
@@ -235,7 +235,7 @@ static void agent_start(const char *strategy)
                            "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc, "--interval", "200ms",
                            "--listen", "127.0.0.1:0", "--device-plugin-dir", E.dp_dir,
                            "--pod-resources-socket", E.podres, "--mps-root", E.mps_root,
-                           "--grant-key-namespace", SYS, "--host-root", E.host_root,
+                           "--grant-key-namespace", SYS, "--cdi-spec-dirs", E.cdi_dirs,
                            "--device-list-strategy", strategy, NULL };
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -302,6 +302,7 @@ static int setup(void **state)
     snprintf(E.podres, sizeof(E.podres), "%s/podres.sock", E.dir);
     snprintf(E.mps_root, sizeof(E.mps_root), "%s/mps", E.dir);
     snprintf(E.host_root, sizeof(E.host_root), "%s/host", E.dir);
+    snprintf(E.cdi_dirs, sizeof(E.cdi_dirs), "%s/etc/cdi,%s/var/run/cdi", E.host_root, E.host_root);
     assert_int_equal(fg_mkdir_p(E.dp_dir), 0);
     assert_int_equal(fg_mkdir_p(E.host_root), 0);
     fg_test_fake_state(E.dir, "{\"gpus\":[{\"uuid\":\"" GPU1 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,"

@@ -1,6 +1,6 @@
 /* Replies: each of the three forms gives exactly the granted GPU (CDI name, mount list, env), and
  * always sets NVIDIA_VISIBLE_DEVICES so the pod's own value cannot widen it; mps adds the pipe and
- * shm of that GPU's daemon and the tenant's limits. Form detection reads a host root: a CDI spec
+ * shm of that GPU's daemon and the tenant's limits. Form detection reads the host's files: a CDI spec
  * for nvidia.com/gpu in either directory, the runtime's volume-mount switch (commented-out or false
  * lines do not count), else envvar; form names parse and bad ones are refused. */
 #include <setjmp.h>
@@ -89,27 +89,36 @@ static void write_file(const char *root, const char *rel, const char *text)
     fclose(f);
 }
 
+/* Detection for a host whose files live under root, as the DaemonSet mounts them under /host. */
+static enum fg_dp_form detect(const char *root, char *why)
+{
+    char dirs[600], config[300];
+    snprintf(dirs, sizeof(dirs), "%s/etc/cdi,%s/var/run/cdi", root, root);
+    snprintf(config, sizeof(config), "%s/etc/nvidia-container-runtime/config.toml", root);
+    return fg_dp_form_detect(dirs, config, why);
+}
+
 static void detects_forms(void **state)
 {
     (void)state;
     char root[] = "/tmp/fg-dp-form-XXXXXX";
     assert_non_null(mkdtemp(root));
     char why[FG_ERRMSG_MAX];
-    assert_int_equal(fg_dp_form_detect(root, why), FG_DP_FORM_ENVVAR);
+    assert_int_equal(detect(root, why), FG_DP_FORM_ENVVAR);
     assert_non_null(strstr(why, "no NVIDIA CDI spec"));
 
     write_file(root, "/etc/nvidia-container-runtime/config.toml",
                "# accept-nvidia-visible-devices-as-volume-mounts = true\n"
                "accept-nvidia-visible-devices-as-volume-mounts = false\n");
-    assert_int_equal(fg_dp_form_detect(root, why), FG_DP_FORM_ENVVAR);
+    assert_int_equal(detect(root, why), FG_DP_FORM_ENVVAR);
     write_file(root, "/etc/nvidia-container-runtime/config.toml",
                "[nvidia-container-cli]\n  accept-nvidia-visible-devices-as-volume-mounts = true # hardened\n");
-    assert_int_equal(fg_dp_form_detect(root, why), FG_DP_FORM_VOLUME_MOUNTS);
+    assert_int_equal(detect(root, why), FG_DP_FORM_VOLUME_MOUNTS);
 
     write_file(root, "/etc/cdi/other.yaml", "cdiVersion: 0.6.0\nkind: example.com/fpga\n");
-    assert_int_equal(fg_dp_form_detect(root, why), FG_DP_FORM_VOLUME_MOUNTS); /* not NVIDIA's */
+    assert_int_equal(detect(root, why), FG_DP_FORM_VOLUME_MOUNTS); /* not NVIDIA's */
     write_file(root, "/var/run/cdi/nvidia.json", "{\"cdiVersion\":\"0.6.0\",\"kind\":\"nvidia.com/gpu\"}");
-    assert_int_equal(fg_dp_form_detect(root, why), FG_DP_FORM_CDI);
+    assert_int_equal(detect(root, why), FG_DP_FORM_CDI);
     assert_non_null(strstr(why, "/var/run/cdi/nvidia.json"));
     assert_int_equal(fg_remove_tree(root), 0);
 }
