@@ -89,9 +89,10 @@ struct fg_sim_node {
     struct fg_sim_devices devices;
     unsigned ngpus;
     char gpu_uuid[FG_SIM_MAX_GPUS][FG_SIM_GPU_UUID_LEN + 1];
-    char *nvml_text;              /* files: the state file as last written (NULL: not yet) */
-    unsigned *gpu_pids;           /* files: the processes in its proc tree, in order */
-    size_t ngpu_pids;
+    bool gpus_written;            /* files: its state file is written, showing `shown` */
+    struct fg_sim_gpu_process *shown;   /* files: the processes its state and proc tree show, by PID */
+    size_t nshown;
+    size_t slot;                  /* the ticker's index of it, while it collects processes */
 };
 
 enum fg_sim_container_state { CONTAINER_WAITING, CONTAINER_RUNNING, CONTAINER_TERMINATED };
@@ -221,12 +222,13 @@ void fg_sim_gpus_pod_setup(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json
 /* The GPUs of the node called node and the processes running on them at wall time now_ms into out
  * (cleaned up with fg_sim_gpu_snapshot_cleanup); false for no such node. Takes mu. */
 bool fg_sim_gpus_snapshot(struct fg_sim_kubelets *k, const char *node, int64_t now_ms, struct fg_sim_gpu_snapshot *out);
-/* With gpuState files, writes node n's NVML state and proc tree as they are (each only when it
- * changed). mu not held; the ticker thread's (nodes are freed there). */
+/* With gpuState files, writes node n's NVML state and proc tree as they are. mu not held; the
+ * ticker thread's (nodes are freed there). */
 void fg_sim_gpus_write_node(struct fg_sim_kubelets *k, struct fg_sim_node *n);
-/* fg_sim_gpus_write_node for every registered GPU node (with gpuState files). Use is sampled at
- * whole usage intervals, so a node's files change at most once an interval unless its GPU
- * processes start or stop. Ticker thread, mu not held. */
+/* With gpuState files, brings every registered GPU node's files up to date: one pass over the pods,
+ * and a node's files written only when its processes or their use changed. Use is sampled at
+ * whole usage intervals, so that is at most once an interval unless GPU processes start or stop.
+ * Ticker thread, mu not held. */
 void fg_sim_gpus_tick(struct fg_sim_kubelets *k);
 /* What the node's GPU files hold goes with the node. mu held or the node unlisted. */
 void fg_sim_gpus_node_free(struct fg_sim_node *n);

@@ -102,8 +102,15 @@ struct procs {
     size_t n;
 };
 
-/* p's running GPU processes at now_ms. mu held. */
-static void add_processes(const struct fg_sim_kubelets *k, const struct fg_sim_pod *p, int64_t now_ms, struct procs *out)
+/* The moment use is sampled at for now_ms: the last whole usage interval. */
+static int64_t sample_time(const struct fg_sim_kubelets *k, int64_t now_ms)
+{
+    int64_t interval_ms = (int64_t)(k->cfg->usage.interval_ns / FG_NS_PER_MS);
+    return interval_ms > 0 ? now_ms - now_ms % interval_ms : now_ms;
+}
+
+/* p's running GPU processes at t_ms. mu held. */
+static void add_processes(const struct fg_sim_kubelets *k, const struct fg_sim_pod *p, int64_t t_ms, struct procs *out)
 {
     if (p->released)
         return;
@@ -116,7 +123,7 @@ static void add_processes(const struct fg_sim_kubelets *k, const struct fg_sim_p
         memset(e, 0, sizeof *e);
         e->pid = fg_sim_container_pid(p->uid, c->name, c->restarts);
         e->gpus = c->gpus;
-        fg_sim_usage_at(&p->usage, (double)(now_ms - c->started_ms) / 1000.0, k->cfg->usage.time_scale, &e->sm, &e->mem);
+        fg_sim_usage_at(&p->usage, (double)(t_ms - c->started_ms) / 1000.0, k->cfg->usage.time_scale, &e->sm, &e->mem);
         snprintf(e->pod_uid, sizeof e->pod_uid, "%s", p->uid);
         fg_sim_container_id(p->uid, c->name, c->restarts, e->container_id);
         e->qos = p->qos;
@@ -129,58 +136,90 @@ static int by_pid(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* n's snapshot at now_ms (taken at a whole usage interval). mu held. */
-static void snapshot(const struct fg_sim_kubelets *k, const struct fg_sim_node *n, int64_t now_ms,
-                     struct fg_sim_gpu_snapshot *out)
+/* Sorts the processes by PID; two that drew one PID: the later moves on. */
+static void order(struct procs *procs)
+{
+    if (procs->n < 2)
+        return;
+    qsort(procs->v, procs->n, sizeof *procs->v, by_pid);
+    for (size_t i = 1; i < procs->n; i++)
+        if (procs->v[i].pid <= procs->v[i - 1].pid)
+            procs->v[i].pid = procs->v[i - 1].pid + 1 < FG_SIM_PID_MAX ? procs->v[i - 1].pid + 1 : FG_SIM_PID_MIN;
+    qsort(procs->v, procs->n, sizeof *procs->v, by_pid);
+}
+
+/* n's snapshot with the processes given (taken). */
+static void snapshot_of(const struct fg_sim_node *n, struct procs *procs, struct fg_sim_gpu_snapshot *out)
 {
     memset(out, 0, sizeof *out);
     out->ngpus = n->ngpus;
     snprintf(out->model, sizeof out->model, "%s", n->group->gpu_model);
     out->memory_bytes = n->group->gpu_memory_mib * 1024 * 1024;
     memcpy(out->uuids, n->gpu_uuid, sizeof out->uuids);
-    int64_t interval_ms = (int64_t)(k->cfg->usage.interval_ns / FG_NS_PER_MS);
-    if (interval_ms > 0)
-        now_ms -= now_ms % interval_ms;
-    struct procs procs = { 0 };
+    order(procs);
+    out->procs = procs->v;
+    out->nprocs = procs->n;
+}
+
+/* n's processes at now_ms. mu held. */
+static void node_processes(const struct fg_sim_kubelets *k, const struct fg_sim_node *n, int64_t now_ms,
+                           struct procs *out)
+{
+    int64_t t = sample_time(k, now_ms);
     for (size_t i = 0; i < k->npods; i++)
         if (k->pods_v[i]->node == n)
-            add_processes(k, k->pods_v[i], now_ms, &procs);
-    if (procs.n > 1) {
-        qsort(procs.v, procs.n, sizeof *procs.v, by_pid);
-        for (size_t i = 1; i < procs.n; i++)   /* two processes drew one PID: the later moves on */
-            if (procs.v[i].pid <= procs.v[i - 1].pid)
-                procs.v[i].pid = procs.v[i - 1].pid + 1 < FG_SIM_PID_MAX ? procs.v[i - 1].pid + 1 : FG_SIM_PID_MIN;
-        qsort(procs.v, procs.n, sizeof *procs.v, by_pid);
-    }
-    out->procs = procs.v;
-    out->nprocs = procs.n;
+            add_processes(k, k->pods_v[i], t, out);
 }
 
 bool fg_sim_gpus_snapshot(struct fg_sim_kubelets *k, const char *node, int64_t now_ms, struct fg_sim_gpu_snapshot *out)
 {
+    struct procs procs = { 0 };
     pthread_mutex_lock(&k->mu);
     const struct fg_sim_node *n = fg_sim_node_find(k, node);
-    if (n)
-        snapshot(k, n, now_ms, out);
+    if (n) {
+        node_processes(k, n, now_ms, &procs);
+        snapshot_of(n, &procs, out);
+    }
     pthread_mutex_unlock(&k->mu);
     return n != NULL;
 }
 
 /* ---- the files ---- */
 
-static bool has_pid(const unsigned *v, size_t n, unsigned pid)
+static bool shown(const struct fg_sim_node *n, unsigned pid)
 {
-    size_t lo = 0, hi = n;
+    size_t lo = 0, hi = n->nshown;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] == pid)
+        if (n->shown[mid].pid == pid)
             return true;
-        if (v[mid] < pid)
+        if (n->shown[mid].pid < pid)
             lo = mid + 1;
         else
             hi = mid;
     }
     return false;
+}
+
+static bool shows(const struct fg_sim_gpu_snapshot *s, unsigned pid)
+{
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i].pid == pid)
+            return true;
+    return false;
+}
+
+/* Does the snapshot show what n's files show? */
+static bool unchanged(const struct fg_sim_node *n, const struct fg_sim_gpu_snapshot *s)
+{
+    if (!n->gpus_written || n->nshown != s->nprocs)
+        return false;
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct fg_sim_gpu_process *a = &n->shown[i], *b = &s->procs[i];
+        if (a->pid != b->pid || a->gpus != b->gpus || a->sm != b->sm || a->mem != b->mem)
+            return false;
+    }
+    return true;
 }
 
 static void write_proc(const struct fg_sim_node *n, const struct fg_sim_gpu_process *e)
@@ -199,64 +238,82 @@ static void write_proc(const struct fg_sim_node *n, const struct fg_sim_gpu_proc
                strerror(errno));
 }
 
+/* Makes n's files show s (taking its processes): new processes' proc entries, the state, then
+ * the proc entries of processes gone. */
+static void show(struct fg_sim_node *n, struct fg_sim_gpu_snapshot *s)
+{
+    if (unchanged(n, s)) {
+        fg_sim_gpu_snapshot_cleanup(s);
+        return;
+    }
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (!shown(n, s->procs[i].pid))
+            write_proc(n, &s->procs[i]);
+    char path[PATH_MAX + 64], *text = fg_sim_nvml_state(s);
+    snprintf(path, sizeof path, "%s/nvml/state.json", n->root);
+    if (fg_write_file_atomic(path, text, strlen(text)))
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot write %s: %s", n->name, path, strerror(errno));
+    free(text);
+    for (size_t i = 0; i < n->nshown; i++) {
+        if (shows(s, n->shown[i].pid))
+            continue;
+        snprintf(path, sizeof path, "%s/proc/%u", n->root, n->shown[i].pid);
+        fg_remove_tree(path);
+    }
+    free(n->shown);
+    n->shown = s->procs;
+    n->nshown = s->nprocs;
+    n->gpus_written = true;
+    s->procs = NULL;
+    s->nprocs = 0;
+}
+
 void fg_sim_gpus_write_node(struct fg_sim_kubelets *k, struct fg_sim_node *n)
 {
     if (!n->ngpus || k->cfg->kubelet.gpu_state != FG_SIM_GPU_STATE_FILES)
         return;
+    struct procs procs = { 0 };
     struct fg_sim_gpu_snapshot s;
     pthread_mutex_lock(&k->mu);
-    snapshot(k, n, fg_clock_wall_ms(), &s);
+    node_processes(k, n, fg_clock_wall_ms(), &procs);
     pthread_mutex_unlock(&k->mu);
-    char *text = fg_sim_nvml_state(&s);
-    if (n->nvml_text && !strcmp(text, n->nvml_text)) {
-        free(text);
-        fg_sim_gpu_snapshot_cleanup(&s);
-        return;
-    }
-    unsigned *pids = fg_calloc(s.nprocs ? s.nprocs : 1, sizeof *pids);
-    for (size_t i = 0; i < s.nprocs; i++) {
-        pids[i] = s.procs[i].pid;
-        if (!has_pid(n->gpu_pids, n->ngpu_pids, pids[i]))
-            write_proc(n, &s.procs[i]);
-    }
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/nvml/state.json", n->root);
-    if (fg_write_file_atomic(path, text, strlen(text)))
-        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot write %s: %s", n->name, path, strerror(errno));
-    for (size_t i = 0; i < n->ngpu_pids; i++) {
-        if (has_pid(pids, s.nprocs, n->gpu_pids[i]))
-            continue;
-        snprintf(path, sizeof path, "%s/proc/%u", n->root, n->gpu_pids[i]);
-        fg_remove_tree(path);
-    }
-    free(n->gpu_pids);
-    n->gpu_pids = pids;
-    n->ngpu_pids = s.nprocs;
-    free(n->nvml_text);
-    n->nvml_text = text;
-    fg_sim_gpu_snapshot_cleanup(&s);
+    snapshot_of(n, &procs, &s);
+    show(n, &s);
 }
 
 void fg_sim_gpus_tick(struct fg_sim_kubelets *k)
 {
     if (k->cfg->kubelet.gpu_state != FG_SIM_GPU_STATE_FILES)
         return;
+    int64_t t = sample_time(k, fg_clock_wall_ms());
     pthread_mutex_lock(&k->mu);
     size_t n = k->nnodes;
     struct fg_sim_node **nodes = fg_calloc(n ? n : 1, sizeof *nodes);
+    struct procs *procs = fg_calloc(n ? n : 1, sizeof *procs);
     memcpy(nodes, k->nodes, n * sizeof *nodes);
+    for (size_t i = 0; i < n; i++)
+        nodes[i]->slot = i;
+    for (size_t i = 0; i < k->npods; i++) {   /* one pass: each pod's processes to its node */
+        const struct fg_sim_pod *p = k->pods_v[i];
+        if (p->node && p->node->ngpus)
+            add_processes(k, p, t, &procs[p->node->slot]);
+    }
     pthread_mutex_unlock(&k->mu);
-    for (size_t i = 0; i < n; i++)   /* nodes are freed only on this thread */
-        if (nodes[i]->registered && !nodes[i]->gone)
-            fg_sim_gpus_write_node(k, nodes[i]);
+    for (size_t i = 0; i < n; i++) {   /* nodes are freed only on this thread */
+        struct fg_sim_gpu_snapshot s;
+        snapshot_of(nodes[i], &procs[i], &s);
+        if (nodes[i]->registered && !nodes[i]->gone && nodes[i]->ngpus)
+            show(nodes[i], &s);
+        else
+            fg_sim_gpu_snapshot_cleanup(&s);
+    }
+    free(procs);
     free(nodes);
 }
 
 void fg_sim_gpus_node_free(struct fg_sim_node *n)
 {
-    free(n->nvml_text);
-    free(n->gpu_pids);
-    n->nvml_text = NULL;
-    n->gpu_pids = NULL;
-    n->ngpu_pids = 0;
+    free(n->shown);
+    n->shown = NULL;
+    n->nshown = 0;
 }
