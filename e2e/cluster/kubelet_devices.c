@@ -231,9 +231,8 @@ static void write_checkpoint(const struct fg_sim_pod *p, const struct question *
     json_object_put(list);
 }
 
-bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod)
+bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
 {
-    (void)pod;
     if (!p->node)
         return true;   /* its node went: the pod goes too */
     struct question *q = fg_calloc(p->ngrants ? p->ngrants : 1, sizeof *q);
@@ -278,6 +277,26 @@ bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p, js
 }
 
 /* ---- adoption, status, PodResources ---- */
+
+/* Marks device id of resource held by uid; a device no plugin lists (yet) is kept as held and
+ * unhealthy until one does, so it is not given to another pod meanwhile. */
+static void hold(struct fg_sim_devices *d, const char *resource, const char *id, const char *uid)
+{
+    struct fg_sim_device_resource *r = fg_sim_devices_find(d, resource);
+    if (!r) {
+        fg_sim_devices_register(d, resource, NULL, NULL, NULL, 0);
+        r = fg_sim_devices_find(d, resource);
+    }
+    struct fg_sim_device *dev = device_find(r, id);
+    if (!dev) {
+        r->v = fg_realloc(r->v, (r->n + 1) * sizeof *r->v);
+        dev = &r->v[r->n++];
+        memset(dev, 0, sizeof *dev);
+        snprintf(dev->id, sizeof dev->id, "%s", id);
+    }
+    if (!dev->holder[0])
+        snprintf(dev->holder, sizeof dev->holder, "%s", uid);
+}
 
 static ssize_t container_named(const struct fg_sim_pod *p, bool init, const char *name)
 {
@@ -327,15 +346,12 @@ void fg_sim_devices_adopt(struct fg_sim_node *node, struct fg_sim_pod *p, json_o
                 if (!resource || !fg_json_array_len(devs))
                     continue;
                 struct fg_sim_grant *g = grant_add(p, (size_t)c, resource);
-                struct fg_sim_device_resource *r = fg_sim_devices_find(&node->devices, resource);
                 for (size_t d = 0; d < fg_json_array_len(devs); d++) {
                     const char *id = fg_json_get_str(json_object_array_get_idx(devs, d), "resourceID", NULL);
-                    struct fg_sim_device *dev = id ? device_find(r, id) : NULL;
-                    if (!id)
+                    if (!id || strlen(id) >= FG_SIM_DEVICE_ID_MAX)
                         continue;
                     grant_add_id(g, id);
-                    if (dev && !dev->holder[0])
-                        snprintf(dev->holder, sizeof dev->holder, "%s", p->uid);
+                    hold(&node->devices, resource, id, p->uid);
                 }
             }
         }
@@ -358,7 +374,7 @@ json_object *fg_sim_devices_status(const struct fg_sim_pod *p, size_t container)
             const struct fg_sim_device *dev = device_find(r, g->ids[d]);
             json_object *o = json_object_new_object();
             fg_json_set_str(o, "resourceID", g->ids[d]);
-            fg_json_set_str(o, "health", !r ? "Unknown" : dev && dev->healthy ? "Healthy" : "Unhealthy");
+            fg_json_set_str(o, "health", !r || !r->plugin ? "Unknown" : dev && dev->healthy ? "Healthy" : "Unhealthy");
             json_object_array_add(devs, o);
         }
         json_object_object_add(entry, "resources", devs);

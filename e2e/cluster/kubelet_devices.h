@@ -100,9 +100,9 @@ struct fg_sim_grant {
     bool answered;
 };
 
-/* Registers plugin (borrowed, with ud) for resource on d with devices ids (all healthy) — or,
- * for a resource registered already, replaces its plugin and device list; a device still listed
- * keeps its holder. mu held. */
+/* Registers plugin (borrowed, with ud; it and ud must outlive the node's devices) for resource on
+ * d with devices ids (all healthy) — or, for a resource registered already, replaces its plugin and
+ * device list; a device still listed keeps its holder. mu held. */
 void fg_sim_devices_register(struct fg_sim_devices *d, const char *resource, const struct fg_sim_device_plugin *plugin,
                              void *ud, const char *const *ids, size_t nids);
 /* Marks device id of resource healthy or not (kube: a ListAndWatch update); false when d has no
@@ -122,14 +122,15 @@ bool fg_sim_devices_reserve(struct fg_sim_node *node, struct fg_sim_pod *p, json
 /* Step 3: asks the plugins for p's grants not answered yet. mu held on entry and on return, released
  * meanwhile. False when a plugin refused (p->reject_reason and p->reject_message set); the caller
  * then undoes the admission. The pod of p must stay known: only the reconcile of its key forgets it. */
-bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod);
+bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p);
 /* Frees the devices p holds on node (its grants stay, for its status). mu held. */
 void fg_sim_devices_release(struct fg_sim_node *node, struct fg_sim_pod *p);
 /* Frees p's grants. */
 void fg_sim_grants_free(struct fg_sim_pod *p);
 
 /* Takes back the devices a previous run of the kubelets gave p (from pod's container statuses,
- * answers from its devices.json), reserving them again on node. mu held. */
+ * answers from its devices.json), reserving them again on node — a device of a resource no plugin
+ * has registered again yet is kept held (and unhealthy) until one lists it. mu held. */
 void fg_sim_devices_adopt(struct fg_sim_node *node, struct fg_sim_pod *p, json_object *pod);
 /* allocatedResourcesStatus for container i of p (a new array), or NULL when it holds no device. */
 json_object *fg_sim_devices_status(const struct fg_sim_pod *p, size_t container);

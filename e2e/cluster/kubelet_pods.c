@@ -359,7 +359,7 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     bool fresh = false;
     if (!idle && !p)
         p = take_on(k, key, pod, node, now, &fresh);
-    if (fresh && !fg_sim_devices_allocate(k, p, pod))
+    if (fresh && !fg_sim_devices_allocate(k, p))
         unadmit(p);
     if (!idle && !p->node) {   /* its node went while the plugins answered: it goes too */
         pthread_mutex_unlock(&k->mu);

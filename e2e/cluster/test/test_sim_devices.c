@@ -4,7 +4,8 @@
  * kube's refusal when too few are free, with nothing kept; init containers' devices reused by the
  * containers after them; the plugins' answers (NVIDIA_VISIBLE_DEVICES) and a plugin's refusal;
  * a resource without a plugin admitted on capacity; the grant in a container's status rebuilding
- * it in a kubelet started afresh; the PodResources listing; and which GPUs NVIDIA_VISIBLE_DEVICES
+ * it in a kubelet started afresh (a device whose plugin has not registered again kept held); the
+ * PodResources listing; and which GPUs NVIDIA_VISIBLE_DEVICES
  * shows a container.
  */
 #include <setjmp.h>
@@ -191,7 +192,7 @@ static void test_allocate(void **state)
     assert_true(fg_sim_devices_reserve(n, p, j));
     assert_int_equal(p->ngrants, 1);   /* gpu-share: no plugin on this node, no devices */
     pthread_mutex_lock(&k.mu);
-    assert_true(fg_sim_devices_allocate(&k, p, j));
+    assert_true(fg_sim_devices_allocate(&k, p));
     pthread_mutex_unlock(&k.mu);
     assert_true(p->grants[0].answered);
     assert_int_equal(p->grants[0].answer.nenv, 1);
@@ -211,7 +212,7 @@ static void test_allocate(void **state)
     assert_string_equal(p->grants[1].resource, FG_RESOURCE_GPU_SHARE);
     assert_string_equal(p->grants[1].ids[0], "slot-0");
     pthread_mutex_lock(&k.mu);
-    assert_false(fg_sim_devices_allocate(&k, p, j));
+    assert_false(fg_sim_devices_allocate(&k, p));
     pthread_mutex_unlock(&k.mu);
     assert_int_equal(asked, 1);
     assert_string_equal(p->reject_reason, "UnexpectedAdmissionError");
@@ -263,6 +264,37 @@ static void test_status_rebuilds(void **state)
     struct fg_sim_pod *p3 = pod_on(again, j3);
     assert_true(fg_sim_devices_reserve(again, p3, j3));
     assert_string_equal(p3->grants[0].ids[0], n->gpu_uuid[0]);
+
+    /* a device whose plugin has not registered again yet stays held until it does */
+    json_object *slot = json_object_new_object();
+    fg_json_set_str(slot, "resourceID", "slot-1");
+    json_object *slots = json_object_new_array();
+    json_object_array_add(slots, slot);
+    json_object *entry = json_object_new_object();
+    fg_json_set_str(entry, "name", FG_RESOURCE_GPU_SHARE);
+    json_object_object_add(entry, "resources", slots);
+    json_object_array_add(fg_json_get(json_object_array_get_idx(list, 0), "allocatedResourcesStatus", NULL), entry);
+    struct fg_sim_node *third = node_new("gpu-d", 4);
+    struct fg_sim_pod *held = pod_on(third, j2);
+    fg_sim_devices_adopt(third, held, j2);
+    assert_int_equal(held->ngrants, 2);
+    struct fg_sim_device_resource *r = fg_sim_devices_find(&third->devices, FG_RESOURCE_GPU_SHARE);
+    assert_non_null(r);
+    assert_null(r->plugin);
+    assert_string_equal(r->v[0].holder, "uid-2");
+    json_object *st2 = fg_sim_devices_status(held, 0);
+    assert_string_equal(fg_json_get_str(json_object_array_get_idx(fg_json_get(json_object_array_get_idx(st2, 1),
+                                                                              "resources", NULL), 0), "health", NULL),
+                        "Unknown");
+    json_object_put(st2);
+    static const struct fg_sim_device_plugin none = { "fracgpu", refusing };
+    const char *listed[] = { "slot-0", "slot-1" };
+    fg_sim_devices_register(&third->devices, FG_RESOURCE_GPU_SHARE, &none, NULL, listed, 2);
+    r = fg_sim_devices_find(&third->devices, FG_RESOURCE_GPU_SHARE);
+    assert_string_equal(r->v[0].holder, "");
+    assert_string_equal(r->v[1].holder, "uid-2");
+    pod_free(held);
+    node_free(third);
     pod_free(p1);
     pod_free(p2);
     pod_free(p3);
