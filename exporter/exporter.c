@@ -27,12 +27,15 @@ struct fg_exporter {
     struct fg_exporter_health health;
     char last_problem[FG_ERRMSG_MAX];   /* the NVML problem last logged, "" when none */
 
-    pthread_mutex_t mu;                 /* guards text, stopping */
+    pthread_mutex_t mu;                 /* guards text, unready, stopping */
     pthread_cond_t cv;
     char *text;
+    char unready[FG_ERRMSG_MAX];        /* why the last sample could not read NVML, "" when it could */
     bool stopping;
     bool running;
     pthread_t thread;
+    fg_exporter_devices_fn *on_devices;
+    void *on_devices_ud;
 };
 
 /* Logs an NVML problem when it starts or changes; a repeat stays quiet. */
@@ -52,10 +55,10 @@ static void recovered(struct fg_exporter *e)
     fg_log(FG_LOG_INFO, "exporter", "NVML answering again");
 }
 
-/* Reads NVML into *smp; false (and NVML closed for a fresh start next time) when it cannot. */
-static bool read_nvml(struct fg_exporter *e, struct fg_sample *smp)
+/* Reads NVML into *smp; false (and NVML closed for a fresh start next time) when it cannot, with
+ * msg (FG_ERRMSG_MAX) saying why. */
+static bool read_nvml(struct fg_exporter *e, struct fg_sample *smp, char *msg)
 {
-    char msg[FG_ERRMSG_MAX] = "";
     memset(smp, 0, sizeof *smp);
     if (!e->nv.dl) {
         if (fg_nvml_open(e->opts.nvml_lib, &e->nv, msg) != FG_OK) {
@@ -87,9 +90,12 @@ void fg_exporter_sample(struct fg_exporter *e)
     /* Read before attributing: the informer fills its store during the first list, so a sample built
      * meanwhile can know some pods and not others, and must not be reported as synced. */
     h->pods_synced = fg_pods_synced(e->pods);
-    bool ok = read_nvml(e, &smp);
+    char why[FG_ERRMSG_MAX] = "";
+    bool ok = read_nvml(e, &smp, why);
     if (ok)
         fg_usage_build(&smp, e->opts.proc_root, e->pods, &u);
+    if (e->on_devices)
+        e->on_devices(e->on_devices_ud, smp.devs, ok ? smp.ndevs : 0, ok);
 
     h->samples++;
     h->nvml_up = ok;
@@ -111,9 +117,19 @@ void fg_exporter_sample(struct fg_exporter *e)
     pthread_mutex_lock(&e->mu);
     char *old = e->text;
     e->text = text;
+    if (ok)
+        e->unready[0] = '\0';
+    else
+        snprintf(e->unready, sizeof e->unready, "NVML unavailable: %s", why);
     pthread_mutex_unlock(&e->mu);
     free(old);
     malloc_trim(0);   /* give the sample's scratch memory back: the exporter idles between samples */
+}
+
+void fg_exporter_on_devices(struct fg_exporter *e, fg_exporter_devices_fn *fn, void *ud)
+{
+    e->on_devices = fn;
+    e->on_devices_ud = ud;
 }
 
 struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct fg_pods *pods)
@@ -125,6 +141,7 @@ struct fg_exporter *fg_exporter_new(const struct fg_exporter_opts *opts, struct 
     if (!e->opts.interval_ns)
         e->opts.interval_ns = FG_EXPORTER_DEFAULT_INTERVAL_NS;
     e->pods = pods;
+    snprintf(e->unready, sizeof e->unready, "NVML not sampled yet");
     pthread_mutex_init(&e->mu, NULL);
     fg_cond_init_monotonic(&e->cv);
     struct fg_buf b;
@@ -188,6 +205,14 @@ void fg_exporter_free(struct fg_exporter *e)
     pthread_mutex_destroy(&e->mu);
     free(e->text);
     free(e);
+}
+
+enum fg_err fg_exporter_ready(struct fg_exporter *e, char *errmsg)
+{
+    pthread_mutex_lock(&e->mu);
+    enum fg_err err = e->unready[0] ? fg_errmsg(errmsg, FG_E_BUSY, "%s", e->unready) : FG_OK;
+    pthread_mutex_unlock(&e->mu);
+    return err;
 }
 
 void fg_exporter_scrape(struct fg_exporter *e, struct fg_buf *out)

@@ -6,7 +6,12 @@
  *     labelled node, gpu, uuid, model (and gpu_instance for a MIG instance);
  *   fracgpu_pod_gpu_utilization_ratio, fracgpu_pod_gpu_memory_used_bytes with namespace, pod and
  *     container added — rows of processes in no pod carry only the device labels;
- *   DCGM_FI_DEV_GPU_UTIL (percent) and DCGM_FI_DEV_FB_USED (MiB) per pod when aliases are on;
+ *   when aliases are on, DCGM_FI_DEV_GPU_UTIL (percent), DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE
+ *     (MiB) as dcgm-exporter serves them: one series per GPU, idle ones included, labelled gpu, UUID,
+ *     device, modelName, Hostname (and GPU_I_ID on a MIG instance, under its GPU's UUID; a GPU in MIG
+ *     mode is reported through its instances alone), plus namespace, pod and container only when one
+ *     pod alone has processes on the GPU (container only when they are all in one container). A GPU
+ *     shared by several pods carries no pod labels: the per-pod figures are fracgpu's own families;
  *   fracgpu_exporter_* health.
  * Unknown values are left out, never written as 0.
  */

@@ -52,6 +52,10 @@ enum fg_err fg_nvml_open(const char *path, struct fg_nvml *nv, char *errmsg)
     FG_NVML_SYM(gpm_sample_free, "nvmlGpmSampleFree", NULL);
     FG_NVML_SYM(gpm_mig_sample_get, "nvmlGpmMigSampleGet", NULL);
     FG_NVML_SYM(gpm_metrics_get, "nvmlGpmMetricsGet", NULL);
+    FG_NVML_SYM(get_compute_mode, "nvmlDeviceGetComputeMode", NULL);
+    FG_NVML_SYM(set_compute_mode, "nvmlDeviceSetComputeMode", NULL);
+    FG_NVML_SYM(get_index, "nvmlDeviceGetIndex", NULL);
+    FG_NVML_SYM(get_minor_number, "nvmlDeviceGetMinorNumber", NULL);
     if (!nv->gpm_query_support || !nv->gpm_sample_alloc || !nv->gpm_sample_free || !nv->gpm_mig_sample_get ||
         !nv->gpm_metrics_get)
         nv->gpm_query_support = NULL;   /* all or nothing */
@@ -101,4 +105,15 @@ const char *fg_nvml_strerror(const struct fg_nvml *nv, nvmlReturn_t r)
     if (nv->error_string)
         return nv->error_string(r);
     return r == NVML_SUCCESS ? "success" : "NVML error";
+}
+
+const char *fg_nvml_compute_mode_name(nvmlComputeMode_t mode)
+{
+    switch (mode) {
+    case NVML_COMPUTEMODE_DEFAULT: return "DEFAULT";
+    case NVML_COMPUTEMODE_EXCLUSIVE_THREAD: return "EXCLUSIVE_THREAD";
+    case NVML_COMPUTEMODE_PROHIBITED: return "PROHIBITED";
+    case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS: return "EXCLUSIVE_PROCESS";
+    default: return "UNKNOWN";
+    }
 }

@@ -9,8 +9,10 @@
  *
  * fg_nvml_open resolves every symbol into a table of function pointers. Entry points that newer
  * drivers added (memory info v2, MPS process lists, MIG) are optional: a NULL pointer means "this
- * driver does not have it" and the caller degrades. Ownership: the table owns the dlopen handle;
- * fg_nvml_close shuts NVML down (when it was initialised) and unloads the library.
+ * driver does not have it" and the caller degrades. The compute-mode, index and minor-number calls
+ * (which the capacity holder uses, nodeagent/holder) are optional in the table too, so that a library
+ * without them still serves the exporter. Ownership: the table owns the dlopen handle; fg_nvml_close
+ * shuts NVML down (when it was initialised) and unloads the library.
  */
 #ifndef FG_EXPORTER_NVML_H
 #define FG_EXPORTER_NVML_H
@@ -144,6 +146,17 @@ typedef struct {
 } nvmlGpmMetricsGet_t;
 #define NVML_GPM_METRICS_GET_VERSION 1
 
+/* A device's compute mode (nvmlDeviceGetComputeMode / nvmlDeviceSetComputeMode). EXCLUSIVE_PROCESS
+ * lets one process (an MPS server, which then serves many clients) hold a context on the device;
+ * changing it needs root. EXCLUSIVE_THREAD is deprecated and refused by current drivers. */
+typedef enum nvmlComputeMode_enum {
+    NVML_COMPUTEMODE_DEFAULT = 0,
+    NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+    NVML_COMPUTEMODE_PROHIBITED = 2,
+    NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+    NVML_COMPUTEMODE_COUNT
+} nvmlComputeMode_t;
+
 /* The entry points, as the real library exports them. The exporter never links these names (it
  * resolves them with dlsym into struct fg_nvml); they are declared so that e2e/fake-nvml implements
  * exactly these signatures. */
@@ -172,6 +185,10 @@ nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample);
 nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
 nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet);
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode);
+nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode);
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index);
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber);
 
 /* Process list getters share one signature. */
 typedef nvmlReturn_t fg_nvml_proc_fn(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *infos);
@@ -203,6 +220,10 @@ struct fg_nvml {
     nvmlReturn_t (*gpm_sample_free)(nvmlGpmSample_t s);                                      /* optional */
     nvmlReturn_t (*gpm_mig_sample_get)(nvmlDevice_t dev, unsigned int gi, nvmlGpmSample_t s); /* optional */
     nvmlReturn_t (*gpm_metrics_get)(nvmlGpmMetricsGet_t *m);                                 /* optional */
+    nvmlReturn_t (*get_compute_mode)(nvmlDevice_t dev, nvmlComputeMode_t *mode);             /* optional */
+    nvmlReturn_t (*set_compute_mode)(nvmlDevice_t dev, nvmlComputeMode_t mode);              /* optional */
+    nvmlReturn_t (*get_index)(nvmlDevice_t dev, unsigned int *index);                        /* optional */
+    nvmlReturn_t (*get_minor_number)(nvmlDevice_t dev, unsigned int *minor);                 /* optional */
 };
 
 /* dlopens `path` (NULL: libnvidia-ml.so.1), resolves the table and calls nvmlInit_v2. FG_E_IO when the
@@ -213,5 +234,7 @@ enum fg_err fg_nvml_open(const char *path, struct fg_nvml *nv, char *errmsg) FG_
 void fg_nvml_close(struct fg_nvml *nv);
 /* NVML's text for r (never NULL, also when the library is not loaded). */
 const char *fg_nvml_strerror(const struct fg_nvml *nv, nvmlReturn_t r);
+/* "DEFAULT", "EXCLUSIVE_PROCESS", ... as nvidia-smi -q names them; "UNKNOWN" out of range. */
+const char *fg_nvml_compute_mode_name(nvmlComputeMode_t mode);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * setup — the exporter as a component of the node agent's manager (see exporter.h): this node's pod
- * informer, the sampler as a runnable of every replica, and the published exposition served at the
- * manager's /metrics by a collector.
+ * informer, the sampler as a runnable of every replica, the published exposition served at the
+ * manager's /metrics by a collector, and whether NVML answered the last sample as a /readyz check.
  */
 #include <stdlib.h>
 
@@ -22,12 +22,18 @@ static void collect(void *ud, struct fg_buf *out)
     fg_exporter_scrape(ud, out);
 }
 
+static enum fg_err ready(void *ud, char *errmsg)
+{
+    return fg_exporter_ready(ud, errmsg);
+}
+
 static void free_exporter(void *ud)
 {
     fg_exporter_free(ud);
 }
 
-enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, char *errmsg)
+enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opts *opts, struct fg_exporter **out,
+                              char *errmsg)
 {
     struct fg_pods *pods;
     enum fg_err err = fg_pods_setup(m, opts->node, &pods, errmsg);
@@ -40,5 +46,10 @@ enum fg_err fg_exporter_setup(struct fg_manager *m, const struct fg_exporter_opt
                                                            .ud = e });
     if (err)
         return fg_errmsg(errmsg, err, "cannot register the exporter's sampler");
+    err = fg_manager_add_readyz(m, "nvml", ready, e);
+    if (err)
+        return fg_errmsg(errmsg, err, "cannot register the exporter's readiness check");
+    if (out)
+        *out = e;
     return FG_OK;
 }

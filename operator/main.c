@@ -15,6 +15,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "nodeagent/cmd_capacity_holder.h"
 #include "nodeagent/cmd_node_agent.h"
 #include "operator/cmd_operator.h"
 #include "scheduler/replay/cmd_replay.h"
@@ -44,6 +45,7 @@ struct role {
 static const struct role roles[] = {
     { "operator", "the control plane: GPU policies and workloads, leader-elected among replicas", fg_cmd_operator },
     { "node-agent", "one per GPU node: per-pod GPU compute and memory as Prometheus metrics", fg_cmd_node_agent },
+    { "capacity-holder", "a capacity pod's process: reports its GPU, runs its MPS daemon", fg_cmd_capacity_holder },
     { "replay", "replay a GPU trace through the scheduler (placement experiment)", fg_cmd_replay },
     { "version", "print the fracgpu version", cmd_version },
 };
@@ -52,7 +54,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: fracgpu <command> [options]    (fracgpu <command> --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
-        fprintf(out, "  %-12s %s\n", roles[i].name, roles[i].summary);
+        fprintf(out, "  %-16s %s\n", roles[i].name, roles[i].summary);
 }
 
 int main(int argc, char **argv)

@@ -2,8 +2,8 @@
  * fake_nvml — a libnvidia-ml.so for machines without a GPU.
  *
  * It exports, under their real names and signatures (exporter/nvml.h), every NVML call the exporter
- * makes, and answers from a JSON state file named by $FG_FAKE_NVML_STATE, re-read whenever the
- * file changes, so a test can change the "hardware" under a running exporter:
+ * and the capacity holder make, and answers from a JSON state file named by $FG_FAKE_NVML_STATE,
+ * re-read whenever the file changes, so a test can change the "hardware" under a running exporter:
  *
  *   { "init": "ok" | "<error>",            nvmlInit_v2's answer ("driver_not_loaded", ...)
  *     "count_error": "<error>",            nvmlDeviceGetCount_v2 fails
@@ -19,12 +19,35 @@
  *                 "samples": [ { "pid", "ts", "sm", "mem" } ], "samples_error": "<error>",
  *                                           (ts 0: "now", a fresh sample at every call)
  *                 "gpm": true,              GPM supported (Hopper and later)
+ *                 "minor": N,               /dev/nvidiaN (default: the GPU's position in "gpus")
+ *                 "compute_mode": M,        the mode until someone sets another: 0 DEFAULT,
+ *                                           2 PROHIBITED, 3 EXCLUSIVE_PROCESS (or those names in
+ *                                           lower case); default 0
+ *                 "compute_mode_error": "<error>",      nvmlDeviceGetComputeMode fails so
+ *                 "set_compute_mode_error": "<error>",  nvmlDeviceSetComputeMode fails so
+ *                                           ("no_permission": the caller is not root)
  *                 "mig": [ { "gi", "uuid", "total", "used", "sm": 0..100 } ] } ] }   sm: GPM SM activity
  *
  * Errors are named by their NVML suffix in lower case: "not_supported", "gpu_is_lost",
  * "driver_not_loaded", "no_permission", "uninitialized", "unknown". Device handles point into static
  * tables, so they stay valid across reloads (a GPU that went away answers "gpu_is_lost"). Only
  * json-c and libc are used, so the library loads into any process.
+ *
+ * Compute modes outlive the process that set them, as a real GPU's do, but the state file is not
+ * theirs to write: it belongs to whoever drives the fake (a test, the simulated cluster), which
+ * rewrites it whole. So a mode set through nvmlDeviceSetComputeMode goes to a file of its own beside
+ * the state, "<state>.modes.json": one object, GPU UUID to mode number ({"GPU-1": 3}), replaced
+ * atomically (written to a temporary name, then renamed) under an flock on "<state>.modes.lock", so
+ * processes that set modes on different GPUs of one node never lose each other's writes. Every
+ * nvmlDeviceGetComputeMode reads it afresh; a UUID it does not name has the state's "compute_mode".
+ * Deleting the file resets every GPU.
+ *
+ * Device visibility: a container sees only the GPUs whose device nodes its runtime mounted, and NVML
+ * inside it enumerates only those, numbered from 0. When $FG_FAKE_NVML_VISIBLE is set (read at
+ * nvmlInit_v2, which always loads the state, and at each reload) it is that list — GPU UUIDs separated by commas, empty for none — and only the state's
+ * GPUs it names are visible: the count, the handles by index and nvmlDeviceGetIndex are over them, in
+ * the state's order; a UUID the state does not hold is simply not there. Unset, every GPU is
+ * visible. nvmlDeviceGetMinorNumber keeps the host's number, as the real device node does.
  */
 #include <json-c/json.h>
 #include <pthread.h>
@@ -35,46 +58,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "exporter/nvml.h"
+#include "e2e/fake-nvml/fake_nvml_int.h"
 
-#define FAKE_MAX_GPUS 16
-#define FAKE_MAX_MIG 8
-#define FAKE_MAX_PROCS 1024
-
-struct fake_proc {
-    unsigned pid, gi, ci;
-    unsigned long long used;
-};
-
-struct fake_sample {
-    unsigned pid, sm, mem;
-    unsigned long long ts;
-};
-
-struct nvmlDevice_st {
-    bool present, mig;
-    unsigned index, gi;
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    unsigned long long total, used, reserved;
-    int util;
-    bool memory_v2, gpm;
-    unsigned gpm_sm;
-    unsigned stride;
-    int count_hint;   /* -1: the true count */
-    nvmlReturn_t error, procs_error, samples_error;
-    struct fake_proc *procs, *mps;
-    unsigned nprocs, nmps;
-    struct fake_sample *samples;
-    unsigned nsamples;
-    unsigned nmig;
-};
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct nvmlDevice_st gpus[FAKE_MAX_GPUS];
+pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+struct nvmlDevice_st fake_gpus[FAKE_MAX_GPUS];
 static struct nvmlDevice_st migs[FAKE_MAX_GPUS][FAKE_MAX_MIG];
-static unsigned ngpus;
+unsigned fake_ngpus;
+unsigned fake_visible[FAKE_MAX_GPUS];
+unsigned fake_nvisible;
 static nvmlReturn_t init_result, count_error;
-static bool initialised;
+bool fake_initialised;
 static struct timespec loaded_mtime;
 static off_t loaded_size = -1;
 static ino_t loaded_ino;
@@ -150,6 +143,10 @@ static void load_device(struct nvmlDevice_st *d, json_object *g, unsigned index)
     d->error = err_named(str(g, "error"));
     d->procs_error = err_named(str(g, "procs_error"));
     d->samples_error = err_named(str(g, "samples_error"));
+    d->minor = (unsigned)num(g, "minor", index);
+    d->compute_mode = fake_mode_of(member(g, "compute_mode"));
+    d->compute_mode_error = err_named(str(g, "compute_mode_error"));
+    d->set_compute_mode_error = err_named(str(g, "set_compute_mode_error"));
     d->nprocs = load_procs(member(g, "procs"), &d->procs);
     d->nmps = load_procs(member(g, "mps_procs"), &d->mps);
     json_object *s = member(g, "samples");
@@ -162,7 +159,7 @@ static void load_device(struct nvmlDevice_st *d, json_object *g, unsigned index)
     }
 }
 
-/* Re-reads the state file when it changed. Called with mu held. */
+/* Re-reads the state file when it changed. Called with fake_mu held. */
 static void reload(void)
 {
     const char *path = getenv("FG_FAKE_NVML_STATE");
@@ -191,56 +188,48 @@ static void reload(void)
     for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
         if (i >= n) {
             /* a GPU that went away: its old handle answers "lost" */
-            gpus[i].error = NVML_ERROR_GPU_IS_LOST;
+            fake_gpus[i].error = NVML_ERROR_GPU_IS_LOST;
             continue;
         }
         json_object *g = json_object_array_get_idx(arr, i);
-        load_device(&gpus[i], g, i);
+        load_device(&fake_gpus[i], g, i);
         json_object *mig = member(g, "mig");
         unsigned nm = mig ? (unsigned)json_object_array_length(mig) : 0;
-        gpus[i].nmig = nm > FAKE_MAX_MIG ? FAKE_MAX_MIG : nm;
+        fake_gpus[i].nmig = nm > FAKE_MAX_MIG ? FAKE_MAX_MIG : nm;
         for (unsigned k = 0; k < FAKE_MAX_MIG; k++) {
             migs[i][k].present = false;
-            if (k >= gpus[i].nmig)
+            if (k >= fake_gpus[i].nmig)
                 continue;
             json_object *m = json_object_array_get_idx(mig, k);
             load_device(&migs[i][k], m, i);
             migs[i][k].mig = true;
             migs[i][k].gi = (unsigned)num(m, "gi", k);
             migs[i][k].util = -1;
-            strncpy(migs[i][k].name, gpus[i].name, sizeof migs[i][k].name - 1);
+            strncpy(migs[i][k].name, fake_gpus[i].name, sizeof migs[i][k].name - 1);
         }
     }
-    ngpus = n;
+    fake_ngpus = n;
     json_object_put(root);
+    fake_select_visible();
 }
-
-/* Every device call starts here: the device's forced error, or success. */
-#define DEVICE_ENTRY(dev)                                                          \
-    do {                                                                           \
-        if (!initialised)                                                          \
-            return NVML_ERROR_UNINITIALIZED;                                       \
-        if (!(dev))                                                                \
-            return NVML_ERROR_INVALID_ARGUMENT;                                    \
-    } while (0)
 
 nvmlReturn_t nvmlInit_v2(void)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     loaded_size = -1;
     reload();
     nvmlReturn_t r = init_result;
-    initialised = r == NVML_SUCCESS;
-    pthread_mutex_unlock(&mu);
+    fake_initialised = r == NVML_SUCCESS;
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlShutdown(void)
 {
-    pthread_mutex_lock(&mu);
-    bool was = initialised;
-    initialised = false;
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&fake_mu);
+    bool was = fake_initialised;
+    fake_initialised = false;
+    pthread_mutex_unlock(&fake_mu);
     return was ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
 }
 
@@ -263,25 +252,27 @@ const char *nvmlErrorString(nvmlReturn_t r)
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     reload();
-    nvmlReturn_t r = !initialised ? NVML_ERROR_UNINITIALIZED : count_error;
+    nvmlReturn_t r = !fake_initialised ? NVML_ERROR_UNINITIALIZED : count_error;
     if (r == NVML_SUCCESS && init_result != NVML_SUCCESS)
         r = init_result;   /* the driver went away under a running process */
     if (r == NVML_SUCCESS)
-        *n = ngpus;
-    pthread_mutex_unlock(&mu);
+        *n = fake_nvisible;
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *dev)
 {
-    if (!initialised)
+    if (!fake_initialised)
         return NVML_ERROR_UNINITIALIZED;
-    if (i >= ngpus)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    *dev = &gpus[i];
-    return NVML_SUCCESS;
+    pthread_mutex_lock(&fake_mu);
+    nvmlReturn_t r = i < fake_nvisible ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS)
+        *dev = &fake_gpus[fake_visible[i]];
+    pthread_mutex_unlock(&fake_mu);
+    return r;
 }
 
 static nvmlReturn_t copy_str(nvmlDevice_t dev, const char *s, char *out, unsigned int len)
@@ -297,24 +288,24 @@ static nvmlReturn_t copy_str(nvmlDevice_t dev, const char *s, char *out, unsigne
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int len)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = copy_str(dev, dev ? dev->uuid : "", uuid, len);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int len)
 {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = copy_str(dev, dev ? dev->name : "", name, len);
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
 {
     DEVICE_ENTRY(dev);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error;
     if (!r) {
         /* v1 counts the reservation as used */
@@ -322,7 +313,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
         m->used = dev->used + dev->reserved;
         m->free = dev->total > m->used ? dev->total - m->used : 0;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -331,7 +322,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
     DEVICE_ENTRY(dev);
     if (m->version != nvmlMemory_v2)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : !dev->memory_v2 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
     if (!r) {
         m->total = dev->total;
@@ -339,18 +330,18 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
         m->used = dev->used;
         m->free = dev->total > dev->used + dev->reserved ? dev->total - dev->used - dev->reserved : 0;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u)
 {
     DEVICE_ENTRY(dev);
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : dev->util < 0 ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
     if (!r)
         *u = (nvmlUtilization_t){ (unsigned)dev->util, 0 };
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -360,7 +351,7 @@ static nvmlReturn_t procs(nvmlDevice_t dev, bool mps, unsigned int *count, nvmlP
     DEVICE_ENTRY(dev);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : dev->procs_error;
     const struct fake_proc *src = mps ? dev->mps : dev->procs;
     unsigned n = mps ? dev->nmps : dev->nprocs;
@@ -382,7 +373,7 @@ static nvmlReturn_t procs(nvmlDevice_t dev, bool mps, unsigned int *count, nvmlP
         }
         *count = n;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -403,7 +394,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtiliz
     DEVICE_ENTRY(dev);
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = dev->error ? dev->error : dev->mig ? NVML_ERROR_NOT_SUPPORTED : dev->samples_error;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -428,7 +419,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtiliz
         }
         *count = k;
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -503,14 +494,14 @@ nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t dev, unsigned int gi, nvmlGpmSampl
         return NVML_ERROR_INVALID_ARGUMENT;
     if (!dev->gpm)
         return NVML_ERROR_NOT_SUPPORTED;
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&fake_mu);
     nvmlReturn_t r = NVML_ERROR_NOT_FOUND;
     for (unsigned k = 0; k < dev->nmig; k++)
         if (migs[dev->index][k].present && migs[dev->index][k].gi == gi) {
             s->sm = migs[dev->index][k].gpm_sm;
             r = NVML_SUCCESS;
         }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&fake_mu);
     return r;
 }
 
@@ -532,9 +523,9 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m)
 __attribute__((destructor)) static void fake_unload(void)
 {
     for (unsigned i = 0; i < FAKE_MAX_GPUS; i++) {
-        free(gpus[i].samples);
-        free(gpus[i].procs);
-        free(gpus[i].mps);
+        free(fake_gpus[i].samples);
+        free(fake_gpus[i].procs);
+        free(fake_gpus[i].mps);
         for (unsigned k = 0; k < FAKE_MAX_MIG; k++) {
             free(migs[i][k].samples);
             free(migs[i][k].procs);

@@ -2,8 +2,8 @@
  * `kubectl apply -k manifests/` with the real kubectl against the test API server, as an
  * administrator installs fracgpu:
  *   - the first apply creates every object of manifests/ (namespace, CRDs, service accounts,
- *     cluster roles and bindings, role and binding, services, the operator Deployment, the node-agent
- *     DaemonSet) and exits 0;
+ *     cluster roles and bindings, roles and bindings, services, the node agent's PriorityClass, the
+ *     operator Deployment, the node-agent DaemonSet) and exits 0;
  *   - `kubectl get` of each kind finds them by name, with the columns kubectl shows on a cluster,
  *     and `kubectl get all` the workloads and services;
  *   - a second apply changes nothing: every object is "unchanged";
@@ -40,11 +40,14 @@ static const char *const objects[] = {
     "namespace/" NS,
     "customresourcedefinition.apiextensions.k8s.io/gpupolicies.fracgpu.io",
     "customresourcedefinition.apiextensions.k8s.io/gpuworkloads.fracgpu.io",
+    "serviceaccount/fracgpu-capacity-holder",
     "serviceaccount/fracgpu-node-agent",
     "serviceaccount/fracgpu-operator",
+    "role.rbac.authorization.k8s.io/fracgpu-capacity-holder",
     "role.rbac.authorization.k8s.io/fracgpu-operator",
     "clusterrole.rbac.authorization.k8s.io/fracgpu-node-agent",
     "clusterrole.rbac.authorization.k8s.io/fracgpu-operator",
+    "rolebinding.rbac.authorization.k8s.io/fracgpu-capacity-holder",
     "rolebinding.rbac.authorization.k8s.io/fracgpu-operator",
     "clusterrolebinding.rbac.authorization.k8s.io/fracgpu-node-agent",
     "clusterrolebinding.rbac.authorization.k8s.io/fracgpu-operator",
@@ -52,6 +55,7 @@ static const char *const objects[] = {
     "service/fracgpu-node-agent",
     "service/fracgpu-operator-metrics",
     "service/fracgpu-webhook",
+    "priorityclass.scheduling.k8s.io/fracgpu-node-critical",
     "deployment.apps/fracgpu-operator",
     "poddisruptionbudget.policy/fracgpu-operator",
     "daemonset.apps/fracgpu-node-agent",
@@ -134,17 +138,18 @@ static void test_apply_manifests(void **state)
     const char *ns[] = { NS };
     const char *crds[] = { "gpupolicies.fracgpu.io", "gpuworkloads.fracgpu.io" };
     const char *both[] = { "fracgpu-node-agent", "fracgpu-operator" };
-    const char *role[] = { "fracgpu-operator" };
+    const char *accounts[] = { "fracgpu-capacity-holder", "fracgpu-node-agent", "fracgpu-operator" };
+    const char *role[] = { "fracgpu-capacity-holder", "fracgpu-operator" };
     const char *operator[] = { "fracgpu-operator" };
     const char *agent[] = { "fracgpu-node-agent" };
     const char *services[] = { "fracgpu-node-agent", "fracgpu-operator-metrics", "fracgpu-webhook" };
     expect_get("namespaces", false, "NAME STATUS AGE", ns, 1);
     expect_get("crd", false, "NAME CREATED AT", crds, 2);
-    expect_get("sa", true, "NAME SECRETS AGE", both, 2);
+    expect_get("sa", true, "NAME SECRETS AGE", accounts, 3);
     expect_get("clusterroles", false, "NAME CREATED AT", both, 2);
     expect_get("clusterrolebindings", false, "NAME ROLE AGE", both, 2);
-    expect_get("roles", true, "NAME CREATED AT", role, 1);
-    expect_get("rolebindings", true, "NAME ROLE AGE", role, 1);
+    expect_get("roles", true, "NAME CREATED AT", role, 2);
+    expect_get("rolebindings", true, "NAME ROLE AGE", role, 2);
     expect_get("deploy", true, "NAME READY UP-TO-DATE AVAILABLE AGE", operator, 1);
     expect_get("ds", true, "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE", agent, 1);
     expect_get("svc", true, "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE", services, 3);
@@ -152,6 +157,13 @@ static void test_apply_manifests(void **state)
     expect_get("mutatingwebhookconfigurations", false, "NAME WEBHOOKS AGE", hooks, 1);
     const char *pdbs[] = { "fracgpu-operator" };
     expect_get("pdb", true, "NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE", pdbs, 1);
+    const char *classes[] = { "fracgpu-node-critical" };
+    expect_get("priorityclasses", false, "NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY", classes, 1);
+    /* the DaemonSet's pods run at fracgpu's class, not system-node-critical (see the manifest) */
+    if (kubectl(&out, NULL, "get", "ds", "fracgpu-node-agent", "-n", NS,
+                "-o=jsonpath={.spec.template.spec.priorityClassName}", NULL) != 0 ||
+        strcmp(fg_buf_str(&out), "fracgpu-node-critical"))
+        fail_msg("node agent's priorityClassName: %s", fg_buf_str(&out));
 
     /* `kubectl get all` (the category) finds the workloads and services, not the RBAC objects. */
     if (kubectl(&out, NULL, "get", "all", "-n", NS, "-o", "name", NULL) != 0)

@@ -8,7 +8,9 @@
  *   - a policy the schema refuses is rejected with kubectl's usual message; one that passes the
  *     schema but breaks a cross-field rule is stored and gets an Invalid condition;
  *   - training appears with the first workload that uses it; a GPUWorkload without targetRef is refused;
- *   - a user's edit to a built-in survives an operator restart; a deleted built-in is recreated.
+ *   - a user's edit to a built-in survives an operator restart; a deleted built-in is recreated;
+ *   - the overlay docs/exporter.md gives for GPU nodes labelled otherwise renders the node agent with
+ *     its node affinity and without the default nodeSelector.
  * Every kubectl call has its own cache directory and a timeout; every wait is bounded.
  */
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -264,10 +267,62 @@ static void test_operator_with_kubectl(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* docs/exporter.md's overlay, beside a checkout of fracgpu, as an administrator writes it. */
+static const char NODE_SELECTOR_OVERLAY[] =
+    "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+    "kind: Kustomization\n"
+    "resources:\n"
+    "  - ../fracgpu/manifests\n"
+    "patches:\n"
+    "  - target:\n"
+    "      kind: DaemonSet\n"
+    "      name: fracgpu-node-agent\n"
+    "    patch: |-\n"
+    "      - op: remove\n"
+    "        path: /spec/template/spec/nodeSelector\n"
+    "      - op: add\n"
+    "        path: /spec/template/spec/affinity\n"
+    "        value:\n"
+    "          nodeAffinity:\n"
+    "            requiredDuringSchedulingIgnoredDuringExecution:\n"
+    "              nodeSelectorTerms:\n"
+    "                - matchExpressions:\n"
+    "                    - key: cloud.google.com/gke-accelerator\n"
+    "                      operator: Exists\n";
+
+/* The node agent's node selector is the overlay's to change: the documented patch applies to the
+ * shipped DaemonSet and leaves no trace of the default label. */
+static void test_node_selector_overlay(void **state)
+{
+    (void)state;
+    char checkout[128], overlay[128], file[160];
+    snprintf(checkout, sizeof checkout, "%s/fracgpu", e.env.dir);
+    snprintf(overlay, sizeof overlay, "%s/my-gpu-nodes", e.env.dir);
+    snprintf(file, sizeof file, "%s/kustomization.yaml", overlay);
+    assert_int_equal(symlink(getenv("FG_SOURCE_DIR"), checkout), 0);
+    assert_int_equal(mkdir(overlay, 0755), 0);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    assert_true(fputs(NODE_SELECTOR_OVERLAY, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+
+    struct fg_buf out = FG_BUF_INIT;
+    if (kubectl(&out, NULL, "kustomize", overlay, NULL) != 0)
+        fail_msg("kubectl kustomize the overlay: %s", fg_buf_str(&out));
+    const char *ds = strstr(fg_buf_str(&out), "kind: DaemonSet\n");
+    assert_non_null(ds);
+    assert_non_null(strstr(ds, "priorityClassName: fracgpu-node-critical"));
+    assert_non_null(strstr(ds, "- key: cloud.google.com/gke-accelerator\n                operator: Exists\n"));
+    assert_null(strstr(fg_buf_str(&out), "nvidia.com/gpu.present"));
+    assert_null(strstr(ds, "nodeSelector:"));
+    fg_buf_cleanup(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_operator_with_kubectl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_selector_overlay, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

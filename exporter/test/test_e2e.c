@@ -4,7 +4,10 @@
  * several cgroup formats, and the test checks /metrics and /healthz, runs promtool on the scrape,
  * has a real Prometheus scrape the exporter and finds the per-pod series through its query API, then
  * breaks NVML under the running exporter and stops it with SIGTERM (a clean exit, ASan included).
- * A second exporter sees MPS GPUs: servers in capacity pods, clients of one pod and of two.
+ * With --dcgm-aliases the DCGM families are per GPU: a GPU of two pods, of one pod, a MIG instance and
+ * an idle GPU each once. A second exporter sees MPS GPUs: servers in capacity pods, clients of one
+ * pod and of two. A third starts without NVML: alive (/healthz 200) but not ready (/readyz 503 naming
+ * why) until the library appears, the driver loads and a device count succeeds.
  * Every wait is bounded; every server listens on 127.0.0.1 with a port picked by the kernel.
  */
 #include <setjmp.h>
@@ -62,15 +65,20 @@ static long http_get(const char *url, struct fg_buf *body)
     return code;
 }
 
-/* Polls url every 100 ms until the body contains want; bounded. */
-static bool wait_for(const char *url, const char *want, unsigned timeout_ms, struct fg_buf *body)
+/* Polls url every 100 ms until it answers `code` with a body that contains want; bounded. */
+static bool wait_for_code(const char *url, long code, const char *want, unsigned timeout_ms, struct fg_buf *body)
 {
     for (unsigned t = 0; t < timeout_ms; t += 100) {
-        if (http_get(url, body) == 200 && strstr(fg_buf_str(body), want))
+        if (http_get(url, body) == code && strstr(fg_buf_str(body), want))
             return true;
         fg_test_sleep_ms(100);
     }
     return false;
+}
+
+static bool wait_for(const char *url, const char *want, unsigned timeout_ms, struct fg_buf *body)
+{
+    return wait_for_code(url, 200, want, timeout_ms, body);
 }
 
 /* Creates a pod on `node` with one container and its status; returns its UID (caller frees). */
@@ -95,6 +103,15 @@ static char *make_pod(const char *ns, const char *name, const char *node, const 
              container, cid);
     assert_int_equal(fg_kube_patch(h.client, path, FG_KUBE_PATCH_MERGE, json, NULL, NULL), FG_OK);
     return uid;
+}
+
+/* Lines of text starting with prefix. */
+static size_t count_lines(const char *text, const char *prefix)
+{
+    size_t n = 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        n += strncmp(l, prefix, strlen(prefix)) == 0;
+    return n;
 }
 
 static uint16_t free_port(void)
@@ -159,15 +176,15 @@ static void stop_cluster(void)
     curl_global_cleanup();
 }
 
-/* Starts `fracgpu node-agent` on them (exporter_pid), sampling every 200 ms, logging to log_path (128
- * bytes); returns the port it serves on. */
-static unsigned start_exporter(bool dcgm_aliases, char *log_path)
+/* Starts `fracgpu node-agent` on them (exporter_pid) with NVML from nvml_lib, sampling every 200 ms,
+ * logging to log_path (128 bytes); returns the port it serves on. */
+static unsigned start_exporter(const char *nvml_lib, bool dcgm_aliases, char *log_path)
 {
     char proc_root[96];
     snprintf(proc_root, sizeof proc_root, "%s/proc", dir);
     snprintf(log_path, 128, "%s/exporter.log", dir);
     char *const argv[] = { FG_FRACGPU, "node-agent", "--node-name", NODE, "--kubeconfig", h.kubeconfig,
-                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
+                           "--nvml-lib", (char *)nvml_lib, "--proc-root", proc_root, "--listen", "127.0.0.1:0",
                            "--interval", "200ms", dcgm_aliases ? "--dcgm-aliases" : NULL, NULL };
     exporter_pid = spawn(argv, log_path);
     unsigned port = fg_test_exporter_port(log_path);
@@ -243,6 +260,9 @@ static void test_exporter_process(void **state)
     snprintf(cg, sizeof cg, "11:memory:/kubepods/burstable/pod%s/" CID_B "\n", uid_b);
     fg_test_fake_cgroup(dir, 102, cg);
     fg_test_fake_cgroup(dir, 107, cg);   /* the same container, on a MIG instance of GPU 1 */
+    snprintf(cg, sizeof cg, "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod%s.slice/"
+                            "cri-containerd-" CID_A ".scope\n", uid_us);
+    fg_test_fake_cgroup(dir, 109, cg);   /* trainer-0 alone on GPU 3 */
     snprintf(cg, sizeof cg, "0::/kubepods/pod%s/" CID_C "\n", uid_c);
     fg_test_fake_cgroup(dir, 103, cg);
     fg_test_fake_cgroup(dir, 104, "0::/system.slice/nvidia-persistenced.service\n");
@@ -262,10 +282,13 @@ static void test_exporter_process(void **state)
         "\"samples\":[{\"pid\":100,\"ts\":0,\"sm\":30},{\"pid\":101,\"ts\":0,\"sm\":20},{\"pid\":102,\"ts\":0,\"sm\":5}]},"
         "{\"uuid\":\"GPU-mig\",\"name\":\"NVIDIA H100 80GB HBM3\",\"total\":85899345920,\"gpm\":true,"
         "\"procs\":[{\"pid\":107,\"used\":2048,\"gi\":1,\"ci\":0}],"
-        "\"mig\":[{\"gi\":1,\"uuid\":\"MIG-e2e\",\"total\":10737418240,\"used\":4096,\"sm\":77}]}]}");
+        "\"mig\":[{\"gi\":1,\"uuid\":\"MIG-e2e\",\"total\":10737418240,\"used\":4096,\"sm\":77}]},"
+        "{\"uuid\":\"GPU-idle\",\"name\":\"NVIDIA L4\",\"total\":24152899584,\"used\":0,\"reserved\":0,\"util\":0},"
+        "{\"uuid\":\"GPU-solo\",\"name\":\"NVIDIA L4\",\"total\":24152899584,\"used\":536870912,\"reserved\":0,"
+        "\"util\":90,\"procs\":[{\"pid\":109,\"used\":536870912}]}]}");
 
     char log_path[128];
-    unsigned port = start_exporter(true, log_path);
+    unsigned port = start_exporter(FG_FAKE_NVML_PATH, true, log_path);
 
     struct fg_buf body;
     fg_buf_init(&body, 0);
@@ -292,8 +315,31 @@ static void test_exporter_process(void **state)
     assert_null(strstr(t, "pod=\"elsewhere\""));   /* another node's pod is not known here */
     /* host process, the other node's pod and the unreadable ones: one row without pod labels */
     assert_non_null(strstr(t, "model=\"NVIDIA A100-SXM4-40GB\"} 6291459\n"));
-    assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{Hostname=\"" NODE "\",gpu=\"0\",UUID=\"GPU-e2e\","
-                              "modelName=\"NVIDIA A100-SXM4-40GB\",namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\"} 1024\n"));
+    /* DCGM aliases, one series per GPU: GPU 0 runs two pods (and host processes), so it names none */
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-e2e\",device=\"nvidia0\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"" NODE "\"} 3072\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-e2e\",device=\"nvidia0\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"" NODE "\"} 64\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_FREE{gpu=\"0\",UUID=\"GPU-e2e\",device=\"nvidia0\","
+                              "modelName=\"NVIDIA A100-SXM4-40GB\",Hostname=\"" NODE "\"} 37376\n"));
+    /* GPU 1 in MIG mode: its instance alone, under the GPU's UUID, with its one pod */
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-mig\",device=\"nvidia1\","
+                              "modelName=\"NVIDIA H100 80GB HBM3\",GPU_I_ID=\"1\",Hostname=\"" NODE "\","
+                              "namespace=\"default\",pod=\"notebook\",container=\"jupyter\"} 0\n"));
+    /* GPU 2 is idle and served all the same; GPU 3 runs trainer-0 alone, which it names */
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"GPU-idle\",device=\"nvidia2\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\"} 0\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_FREE{gpu=\"2\",UUID=\"GPU-idle\",device=\"nvidia2\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\"} 23034\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"3\",UUID=\"GPU-solo\",device=\"nvidia3\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\",namespace=\"ml\",pod=\"trainer-0\","
+                              "container=\"trainer\"} 90\n"));
+    assert_non_null(strstr(t, "\nDCGM_FI_DEV_FB_USED{gpu=\"3\",UUID=\"GPU-solo\",device=\"nvidia3\","
+                              "modelName=\"NVIDIA L4\",Hostname=\"" NODE "\",namespace=\"ml\",pod=\"trainer-0\","
+                              "container=\"trainer\"} 512\n"));
+    assert_int_equal(count_lines(t, "DCGM_FI_DEV_FB_USED{"), 4);
+    assert_int_equal(count_lines(t, "DCGM_FI_DEV_FB_FREE{"), 4);
+    assert_int_equal(count_lines(t, "DCGM_FI_DEV_GPU_UTIL{"), 3);   /* none for a MIG instance */
     assert_non_null(strstr(t, "fracgpu_gpu_memory_reserved_bytes{node=\"" NODE "\",gpu=\"0\",uuid=\"GPU-e2e\","
                               "model=\"NVIDIA A100-SXM4-40GB\"} 536870912\n"));
     assert_non_null(strstr(t, "fracgpu_exporter_unattributed_processes{node=\"" NODE "\"} 3\n"));
@@ -405,7 +451,7 @@ static void test_mps(void **state)
         "\"procs\":[{\"pid\":320,\"used\":134217728}]}]}");
 
     char log_path[128];
-    unsigned port = start_exporter(false, log_path);
+    unsigned port = start_exporter(FG_FAKE_NVML_PATH, false, log_path);
     struct fg_buf body;
     fg_buf_init(&body, 0);
     char url[128];
@@ -446,6 +492,53 @@ static void test_mps(void **state)
     fg_buf_cleanup(&body);
     for (int i = 0; i < 5; i++)
         free(uids[i]);
+    stop_cluster();
+}
+
+/* Readiness follows NVML, liveness does not: with no library, no driver or a device count that fails,
+ * /readyz answers 503 naming why while /healthz stays 200; the first sample that reads NVML makes the
+ * agent ready, without a restart. */
+static void test_readiness(void **state)
+{
+    (void)state;
+    start_cluster();
+    char lib[128], log_path[128];
+    snprintf(lib, sizeof lib, "%s/libnvidia-ml.so.1", dir);   /* not there yet: no driver installed */
+    unsigned port = start_exporter(lib, false, log_path);
+    struct fg_buf body;
+    fg_buf_init(&body, 0);
+    char readyz[128], healthz[128];
+    snprintf(readyz, sizeof readyz, "http://127.0.0.1:%u/readyz", port);
+    snprintf(healthz, sizeof healthz, "http://127.0.0.1:%u/healthz", port);
+
+    /* the pod watch has synced, so NVML alone holds readiness back */
+    assert_true(wait_for_code(readyz, 503, "[+]informers ok\n[-]nvml failed: NVML unavailable: cannot load NVML from",
+                              10000, &body));
+    assert_non_null(strstr(fg_buf_str(&body), lib));
+    assert_int_equal(http_get(healthz, &body), 200);
+
+    /* the library appears but the driver is not loaded */
+    fg_test_fake_state(dir, "{\"init\":\"driver_not_loaded\"}");
+    assert_int_equal(symlink(FG_FAKE_NVML_PATH, lib), 0);
+    assert_true(wait_for_code(readyz, 503, "[-]nvml failed: NVML unavailable: nvmlInit_v2: Driver Not Loaded", 5000,
+                              &body));
+    assert_int_equal(http_get(healthz, &body), 200);
+
+    /* the driver loads: ready */
+    fg_test_fake_state(dir, "{\"gpus\":[{\"uuid\":\"GPU-r\",\"name\":\"NVIDIA L4\",\"total\":1073741824,\"used\":0}]}");
+    assert_true(wait_for(readyz, "ok\n", 5000, &body));
+    assert_string_equal(fg_buf_str(&body), "ok\n");
+
+    /* the device count fails: not ready again, still alive */
+    fg_test_fake_state(dir, "{\"count_error\":\"unknown\",\"gpus\":[]}");
+    assert_true(wait_for_code(readyz, 503, "[-]nvml failed: NVML unavailable: nvmlDeviceGetCount_v2: Unknown Error",
+                              5000, &body));
+    assert_int_equal(http_get(healthz, &body), 200);
+
+    int st = stop(exporter_pid, 10000);
+    exporter_pid = 0;
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    fg_buf_cleanup(&body);
     stop_cluster();
 }
 
@@ -490,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_bad_usage),
         cmocka_unit_test_teardown(test_exporter_process, teardown),
         cmocka_unit_test_teardown(test_mps, teardown),
+        cmocka_unit_test_teardown(test_readiness, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

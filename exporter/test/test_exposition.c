@@ -1,7 +1,9 @@
 /*
  * test_exposition — the exposition the exporter serves: families with HELP and TYPE once, escaping,
- * no timestamps, a final newline, unknown values left out, DCGM aliases only when asked, health
- * metrics with no NVML at all and recovery once it appears, and `promtool check metrics` on it.
+ * no timestamps, a final newline, unknown values left out, DCGM aliases only when asked and then one
+ * series per GPU (an idle GPU, a GPU of one pod, of one pod's two containers, of two pods, and MIG
+ * instances), health metrics with no NVML at all, readiness and recovery once NVML appears, and
+ * `promtool check metrics` on it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,6 +94,8 @@ static void check_structure(const char *text)
     }
 }
 
+/* promtool check metrics on text: clean, but for the one lint the DCGM aliases earn by keeping
+ * dcgm-exporter's label names (modelName is camelCase). */
 static void promtool(const char *text)
 {
     if (access("/usr/bin/promtool", X_OK) != 0)
@@ -105,7 +109,9 @@ static void promtool(const char *text)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "promtool check metrics < %s > %s/promtool.out 2>&1", path, dir);
     int rc = system(cmd);
-    if (rc != 0) {
+    snprintf(cmd, sizeof cmd, "grep -qv \"^DCGM_FI_DEV_[A-Z_]* label names should be written in 'snake_case' not "
+                              "'camelCase'$\" %s/promtool.out", dir);
+    if (rc != 0 && system(cmd) == 0) {
         snprintf(cmd, sizeof cmd, "cat %s/promtool.out >&2", dir);
         assert_int_equal(system(cmd), 0);
         fail_msg("promtool check metrics failed");
@@ -138,17 +144,129 @@ static void test_exposition(void **state)
     free(text);
 }
 
+/* The aliases as served from NVML: every GPU, the idle one too; host processes give no pod labels. */
 static void test_dcgm_aliases(void **state)
 {
     (void)state;
     fg_test_fake_state(dir, STATE);
     char *text = scrape_once(true, FG_FAKE_NVML_PATH);
     check_structure(text);
-    /* aliases exist only for pod rows; with no pods they are empty families */
     assert_non_null(strstr(text, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"));
-    assert_non_null(strstr(text, "# TYPE DCGM_FI_DEV_FB_USED gauge\n"));
+    assert_non_null(strstr(text, "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-1\",device=\"nvidia0\",modelName=\"Weird "
+                                 "\\\"model\\\" \\\\ with\\nnewline\",Hostname=\"node-\\\"a\\\"\"} 42\n"));
+    assert_non_null(strstr(text, "DCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-2\",device=\"nvidia1\","
+                                 "modelName=\"NVIDIA L4\",Hostname=\"node-\\\"a\\\"\"} 0\n"));
+    assert_non_null(strstr(text, "DCGM_FI_DEV_FB_FREE{gpu=\"1\",UUID=\"GPU-2\""));
+    assert_null(strstr(text, "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\""));   /* GPU-2 reports no utilization */
     promtool(text);
     free(text);
+}
+
+#define MIB (1024ull * 1024)
+#define GIB (1024 * MIB)
+
+/* Counts the lines of text that start with prefix. */
+static size_t lines_starting(const char *text, const char *prefix)
+{
+    size_t n = 0;
+    for (const char *l = text; *l; l = strchr(l, '\n') + 1)
+        n += strncmp(l, prefix, strlen(prefix)) == 0;
+    return n;
+}
+
+static struct fg_pod_usage pod_row(const char *ns, const char *pod, const char *container, uint64_t mem, int util)
+{
+    struct fg_pod_usage r = { .in_pod = true, .mem_known = true, .mem_used = mem, .util = util };
+    snprintf(r.ref.ns, sizeof r.ref.ns, "%s", ns);
+    snprintf(r.ref.name, sizeof r.ref.name, "%s", pod);
+    snprintf(r.ref.container, sizeof r.ref.container, "%s", container);
+    return r;
+}
+
+#define DCGM(family, gpu, uuid, model)                                                                   \
+    family "{gpu=\"" gpu "\",UUID=\"" uuid "\",device=\"nvidia" gpu "\",modelName=\"" model "\""
+
+/* The aliases are device-level: one series per GPU whoever uses it, pod labels only for a GPU that one
+ * pod alone uses, a GPU in MIG mode through its instances under its own UUID. */
+static void test_dcgm_aliases_per_gpu(void **state)
+{
+    (void)state;
+    struct fg_device_sample devs[6] = {
+        { .index = 0, .uuid = "GPU-one-pod", .model = "NVIDIA L4", .mem_known = true, .mem_total = 24 * GIB,
+          .mem_used = 2 * GIB, .reserved_known = true, .mem_reserved = 512 * MIB, .util = 37 },
+        { .index = 1, .uuid = "GPU-shared", .model = "NVIDIA L4", .mem_known = true, .mem_total = 1000 * MIB,
+          .mem_used = 300 * MIB, .util = 80 },   /* memory v1: no reservation apart */
+        { .index = 2, .uuid = "GPU-idle", .model = "NVIDIA L4", .mem_known = true, .mem_total = 16 * GIB,
+          .reserved_known = true, .util = 0 },
+        { .index = 3, .uuid = "GPU-two-containers", .model = "NVIDIA L4", .mem_known = true, .mem_total = 16 * GIB,
+          .mem_used = GIB, .util = -1 },
+        { .index = 4, .uuid = "GPU-mig", .model = "NVIDIA H100", .mem_known = true, .mem_total = 80 * GIB, .util = -1 },
+        { .index = 4, .mig = true, .gpu_instance = 3, .uuid = "MIG-x", .model = "NVIDIA H100", .mem_known = true,
+          .mem_total = 10 * GIB, .mem_used = GIB, .util = 50 },
+    };
+    struct fg_pod_usage one[] = { pod_row("ml", "llm-0", "server", 2 * GIB - MIB, 37),
+                                  { .in_pod = false, .mem_known = true, .mem_used = MIB, .util = 0 } };
+    struct fg_pod_usage shared[] = { pod_row("ml", "a", "c", 100 * MIB, 30), pod_row("ml", "b", "c", 200 * MIB, 50) };
+    struct fg_pod_usage two[] = { pod_row("ml", "train", "main", GIB / 2, -1),
+                                  pod_row("ml", "train", "side", GIB / 2, -1) };
+    struct fg_pod_usage mig[] = { pod_row("ml", "mig-0", "c", GIB, 50) };
+    struct fg_device_usage du[6] = {
+        { .dev = &devs[0], .rows = one, .nrows = 2 },     { .dev = &devs[1], .rows = shared, .nrows = 2 },
+        { .dev = &devs[2] },                               { .dev = &devs[3], .rows = two, .nrows = 2 },
+        { .dev = &devs[4] },                               { .dev = &devs[5], .rows = mig, .nrows = 1 },
+    };
+    for (size_t i = 0; i < 6; i++)
+        devs[i].gpu_instance = devs[i].mig ? devs[i].gpu_instance : FG_NO_GPU_INSTANCE;
+    struct fg_sample smp = { .devs = devs, .ndevs = 6 };
+    struct fg_usage u = { .devs = du, .ndevs = 6 };
+    struct fg_exporter_health h = { .nvml_up = true };
+    struct fg_buf b;
+    fg_buf_init(&b, 0);
+    fg_exposition_render(&b, "n1", &smp, &u, true, &h);
+    const char *t = fg_buf_str(&b);
+    check_structure(t);
+
+    /* one pod: its labels on the GPU's series, the device's figures (not the pod's) */
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_GPU_UTIL", "0", "GPU-one-pod", "NVIDIA L4")
+                              ",Hostname=\"n1\",namespace=\"ml\",pod=\"llm-0\",container=\"server\"} 37\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "0", "GPU-one-pod", "NVIDIA L4")
+                              ",Hostname=\"n1\",namespace=\"ml\",pod=\"llm-0\",container=\"server\"} 2048\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_FREE", "0", "GPU-one-pod", "NVIDIA L4")
+                              ",Hostname=\"n1\",namespace=\"ml\",pod=\"llm-0\",container=\"server\"} 22016\n"));
+    /* two pods: the GPU once, no pod's name; their own shares stay in fracgpu's per-pod families */
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_GPU_UTIL", "1", "GPU-shared", "NVIDIA L4") ",Hostname=\"n1\"} 80\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "1", "GPU-shared", "NVIDIA L4") ",Hostname=\"n1\"} 300\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_FREE", "1", "GPU-shared", "NVIDIA L4") ",Hostname=\"n1\"} 700\n"));
+    assert_non_null(strstr(t, "fracgpu_pod_gpu_memory_used_bytes{node=\"n1\",gpu=\"1\",uuid=\"GPU-shared\","
+                              "model=\"NVIDIA L4\",namespace=\"ml\",pod=\"a\",container=\"c\"} 104857600\n"));
+    assert_non_null(strstr(t, "fracgpu_pod_gpu_utilization_ratio{node=\"n1\",gpu=\"1\",uuid=\"GPU-shared\","
+                              "model=\"NVIDIA L4\",namespace=\"ml\",pod=\"b\",container=\"c\"} 0.5\n"));
+    /* idle: served all the same */
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_GPU_UTIL", "2", "GPU-idle", "NVIDIA L4") ",Hostname=\"n1\"} 0\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "2", "GPU-idle", "NVIDIA L4") ",Hostname=\"n1\"} 0\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_FREE", "2", "GPU-idle", "NVIDIA L4") ",Hostname=\"n1\"} 16384\n"));
+    /* one pod's two containers: the pod, no container; utilization unknown: no series */
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "3", "GPU-two-containers", "NVIDIA L4")
+                              ",Hostname=\"n1\",namespace=\"ml\",pod=\"train\"} 1024\n"));
+    assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"3\""));
+    /* MIG: the instance under its GPU's UUID with GPU_I_ID and its one pod; no utilization alias (DCGM has
+     * none for an instance), and no series for the GPU itself */
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_USED", "4", "GPU-mig", "NVIDIA H100") ",GPU_I_ID=\"3\","
+                              "Hostname=\"n1\",namespace=\"ml\",pod=\"mig-0\",container=\"c\"} 1024\n"));
+    assert_non_null(strstr(t, DCGM("DCGM_FI_DEV_FB_FREE", "4", "GPU-mig", "NVIDIA H100") ",GPU_I_ID=\"3\","
+                              "Hostname=\"n1\",namespace=\"ml\",pod=\"mig-0\",container=\"c\"} 9216\n"));
+    assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL{gpu=\"4\""));
+    /* one series per GPU (five: the MIG GPU through its one instance), so sums count each GPU once */
+    assert_int_equal(lines_starting(t, "DCGM_FI_DEV_GPU_UTIL{"), 3);
+    assert_int_equal(lines_starting(t, "DCGM_FI_DEV_FB_USED{"), 5);
+    assert_int_equal(lines_starting(t, "DCGM_FI_DEV_FB_FREE{"), 5);
+    promtool(t);
+
+    /* off by default: no alias at all */
+    fg_buf_reset(&b);
+    fg_exposition_render(&b, "n1", &smp, &u, false, &h);
+    assert_null(strstr(fg_buf_str(&b), "DCGM_FI_"));
+    fg_buf_cleanup(&b);
 }
 
 static void test_no_nvml(void **state)
@@ -169,11 +287,17 @@ static void test_recovery(void **state)
     fg_test_fake_state(dir, "{\"init\":\"driver_not_loaded\"}");
     struct fg_exporter_opts o = { .node = "n", .nvml_lib = FG_FAKE_NVML_PATH, .proc_root = proc_root };
     struct fg_exporter *e = fg_exporter_new(&o, NULL);
+    char why[FG_ERRMSG_MAX] = "";
+    assert_int_equal(fg_exporter_ready(e, why), FG_E_BUSY);   /* nothing read yet */
+    assert_string_equal(why, "NVML not sampled yet");
     struct fg_buf b;
     fg_buf_init(&b, 0);
     fg_exporter_sample(e);
     fg_exporter_scrape(e, &b);
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_nvml_up{node=\"n\"} 0\n"));
+    /* not ready, and the reason names the driver */
+    assert_int_equal(fg_exporter_ready(e, why), FG_E_BUSY);
+    assert_non_null(strstr(why, "NVML unavailable: nvmlInit_v2: Driver Not Loaded"));
     /* the driver loads: the next sample opens NVML again */
     fg_test_fake_state(dir, STATE);
     fg_exporter_sample(e);
@@ -182,6 +306,7 @@ static void test_recovery(void **state)
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_nvml_up{node=\"n\"} 1\n"));
     assert_non_null(strstr(fg_buf_str(&b), "uuid=\"GPU-1\""));
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_samples_total{node=\"n\"} 2\n"));
+    assert_int_equal(fg_exporter_ready(e, why), FG_OK);
     /* the device count starts failing: health says so, nothing crashes, GPU series go away */
     fg_test_fake_state(dir, "{\"count_error\":\"unknown\",\"gpus\":[]}");
     fg_exporter_sample(e);
@@ -189,6 +314,8 @@ static void test_recovery(void **state)
     fg_exporter_scrape(e, &b);
     assert_non_null(strstr(fg_buf_str(&b), "fracgpu_exporter_nvml_up{node=\"n\"} 0\n"));
     assert_null(strstr(fg_buf_str(&b), "uuid=\"GPU-1\""));
+    assert_int_equal(fg_exporter_ready(e, why), FG_E_BUSY);
+    assert_non_null(strstr(why, "nvmlDeviceGetCount_v2"));
     fg_buf_cleanup(&b);
     fg_exporter_free(e);
 }
@@ -196,7 +323,8 @@ static void test_recovery(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exposition), cmocka_unit_test(test_dcgm_aliases), cmocka_unit_test(test_no_nvml),
+        cmocka_unit_test(test_exposition), cmocka_unit_test(test_dcgm_aliases),
+        cmocka_unit_test(test_dcgm_aliases_per_gpu), cmocka_unit_test(test_no_nvml),
         cmocka_unit_test(test_recovery),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -35,7 +35,8 @@ static void slurp(const char *path, struct fg_buf *b)
         fg_buf_reset(b);
 }
 
-/* Runs fracgpu with args (NULL-terminated), without NODE_NAME or KUBECONFIG in its environment. */
+/* Runs fracgpu with args (NULL-terminated), without NODE_NAME, POD_NAME, POD_NAMESPACE or KUBECONFIG in
+ * its environment. */
 static void run(struct run *r, const char *const *args)
 {
     char out_path[] = "/tmp/fg-cli-out-XXXXXX", err_path[] = "/tmp/fg-cli-err-XXXXXX";
@@ -49,7 +50,8 @@ static void run(struct run *r, const char *const *args)
     char *envp[64];
     size_t e = 0;
     for (char **v = environ; *v && e < 62; v++)
-        if (strncmp(*v, "NODE_NAME=", 10) && strncmp(*v, "KUBECONFIG=", 11) && strncmp(*v, "HOME=", 5))
+        if (strncmp(*v, "NODE_NAME=", 10) && strncmp(*v, "KUBECONFIG=", 11) && strncmp(*v, "HOME=", 5) &&
+            strncmp(*v, "POD_NAME=", 9) && strncmp(*v, "POD_NAMESPACE=", 14))
             envp[e++] = *v;
     envp[e++] = "HOME=/nonexistent";
     envp[e] = NULL;
@@ -108,6 +110,9 @@ static void test_help(void **state)
     EXPECT(0, "--leader-elect-lease-duration", "operator", "-h");
     EXPECT(0, "--workload-kind GROUP/VERSION/KIND/PLURAL[=CLASS]", "operator", "--help");
     EXPECT(0, "usage: fracgpu node-agent", "node-agent", "--help");
+    EXPECT(0, "capacity-holder", "help");
+    EXPECT(0, "usage: fracgpu capacity-holder", "capacity-holder", "--help");
+    EXPECT(0, "--mps-root DIR", "capacity-holder", "-h");
     EXPECT(0, "usage: fracgpu replay", "replay", "--help");
     EXPECT(0, "usage: fracgpu version", "version", "--help");
     EXPECT(0, "fracgpu ", "--version");
@@ -153,6 +158,26 @@ static void test_node_agent_usage(void **state)
     EXPECT(1, "/nonexistent/kubeconfig", "node-agent", "--node-name", "n", "--kubeconfig", "/nonexistent/kubeconfig");
 }
 
+static void test_capacity_holder_usage(void **state)
+{
+    (void)state;
+    EXPECT(2, "--pod-name and --pod-namespace (or $POD_NAME and $POD_NAMESPACE) are required", "capacity-holder");
+    EXPECT(2, "are required", "capacity-holder", "--pod-name", "p");
+    EXPECT(2, "--context-overhead-mib wants MiB", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n",
+           "--context-overhead-mib", "lots");
+    EXPECT(2, "--context-overhead-mib wants MiB", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n",
+           "--context-overhead-mib", "-1");
+    EXPECT(2, "--mps-health-interval", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n",
+           "--mps-health-interval", "0s");
+    EXPECT(2, "--mps-root wants a directory", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n",
+           "--mps-root", "");
+    EXPECT(2, "usage:", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n", "--leader-elect");
+    EXPECT(2, "unexpected argument", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n", "extra");
+    EXPECT(2, "--listen wants HOST:PORT", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n", "--listen", "x");
+    EXPECT(1, "/nonexistent/kubeconfig", "capacity-holder", "--pod-name", "p", "--pod-namespace", "n", "--kubeconfig",
+           "/nonexistent/kubeconfig");
+}
+
 static void test_other_roles(void **state)
 {
     (void)state;
@@ -166,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_operator_usage),
         cmocka_unit_test(test_node_agent_usage),
+        cmocka_unit_test(test_capacity_holder_usage),
         cmocka_unit_test(test_other_roles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

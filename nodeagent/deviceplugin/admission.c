@@ -1,0 +1,226 @@
+/* Which pod an Allocate serves, and which pods hold devices they were not granted (admission.h). */
+#include "nodeagent/deviceplugin/admission.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/mem.h"
+#include "base/timefmt.h"
+#include "reconcilers/podcontract.h"
+
+static void entry_cleanup(struct fg_dp_entry *e)
+{
+    for (size_t i = 0; i < e->ndevices; i++)
+        free(e->device_ids[i]);
+    free(e->device_ids);
+}
+
+void fg_dp_ledger_cleanup(struct fg_dp_ledger *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        entry_cleanup(&l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+const struct fg_dp_entry *fg_dp_ledger_get(const struct fg_dp_ledger *l, const char *uid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].uid, uid) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
+void fg_dp_ledger_drop(struct fg_dp_ledger *l, const char *uid)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].uid, uid) == 0) {
+            entry_cleanup(&l->v[i]);
+            l->v[i] = l->v[--l->n];
+            return;
+        }
+}
+
+void fg_dp_ledger_put(struct fg_dp_ledger *l, const char *uid, const char *ns, const char *name, const char *gpu_uuid,
+                      const char *const *device_ids, size_t n)
+{
+    fg_dp_ledger_drop(l, uid);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = fg_realloc(l->v, l->cap * sizeof(*l->v));
+    }
+    struct fg_dp_entry *e = &l->v[l->n++];
+    memset(e, 0, sizeof(*e));
+    snprintf(e->uid, sizeof(e->uid), "%s", uid);
+    snprintf(e->ns, sizeof(e->ns), "%s", ns);
+    snprintf(e->name, sizeof(e->name), "%s", name);
+    snprintf(e->gpu_uuid, sizeof(e->gpu_uuid), "%s", gpu_uuid);
+    e->device_ids = fg_calloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        e->device_ids[i] = fg_strdup(device_ids[i]);
+    e->ndevices = n;
+}
+
+/* The ledger entry holding device id, or NULL. */
+static struct fg_dp_entry *owner_of(struct fg_dp_ledger *l, const char *id)
+{
+    for (size_t i = 0; i < l->n; i++)
+        for (size_t j = 0; j < l->v[i].ndevices; j++)
+            if (strcmp(l->v[i].device_ids[j], id) == 0)
+                return &l->v[i];
+    return NULL;
+}
+
+static const struct fg_dp_entry *entry_named(const struct fg_dp_ledger *l, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].ns, ns) == 0 && strcmp(l->v[i].name, name) == 0)
+            return &l->v[i];
+    return NULL;
+}
+
+static bool has_share(json_object *list)
+{
+    for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+        json_object *res = fg_json_get(json_object_array_get_idx(list, i), "resources", NULL);
+        if (fg_json_get(res, "requests", FG_RES_GPU_SHARE, NULL) || fg_json_get(res, "limits", FG_RES_GPU_SHARE, NULL))
+            return true;
+    }
+    return false;
+}
+
+bool fg_dp_pod_wants_share(json_object *pod)
+{
+    return has_share(fg_json_get(pod, "spec", "containers", NULL)) ||
+           has_share(fg_json_get(pod, "spec", "initContainers", NULL));
+}
+
+/* Whether pod waits for admission on this node: bound here, asks for a share, not terminating,
+ * not started, not yet allocated. */
+static bool waits(const struct fg_dp_node_view *v, const struct fg_dp_ledger *l, json_object *pod)
+{
+    const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
+    const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
+    return uid && fg_str_eq(fg_json_get_str(pod, "spec", "nodeName", NULL), v->node) &&
+           !fg_json_get(pod, "metadata", "deletionTimestamp", NULL) && (!phase || strcmp(phase, "Pending") == 0) &&
+           fg_dp_pod_wants_share(pod) && !fg_dp_ledger_get(l, uid);
+}
+
+/* Whether pod's grant verifies for a healthy GPU of this node; *g filled, why says otherwise. */
+static bool granted(const struct fg_dp_node_view *v, json_object *pod, struct fg_grant *g, char *why, size_t why_size)
+{
+    char msg[FG_ERRMSG_MAX] = "";
+    const char *value = fg_grant_of_pod(pod, g, msg);
+    if (!value) {
+        snprintf(why, why_size, "%s", msg);
+        return false;
+    }
+    enum fg_grant_verdict verdict = fg_grant_verify(g, value, v->keys);
+    if (verdict != FG_GRANT_VALID && verdict != FG_GRANT_VALID_PREVIOUS) {
+        snprintf(why, why_size, "grant %s", fg_grant_verdict_name(verdict));
+        return false;
+    }
+    const struct fg_dp_gpu *gpu = fg_dp_gpus_find(v->gpus, v->ngpus, g->gpu_uuid);
+    if (!gpu || !gpu->healthy) {
+        snprintf(why, why_size, "GPU %s is %s", g->gpu_uuid, gpu ? "unhealthy" : "not on this node");
+        return false;
+    }
+    return true;
+}
+
+/* Whether a comes before b in the kubelet's admission order. */
+static bool earlier(json_object *a, json_object *b)
+{
+    int64_t ta = 0, tb = 0;
+    fg_time_parse(fg_json_get_str(a, "metadata", "creationTimestamp", NULL), &ta);
+    fg_time_parse(fg_json_get_str(b, "metadata", "creationTimestamp", NULL), &tb);
+    if (ta != tb)
+        return ta < tb;
+    int c = strcmp(fg_json_get_str(a, "metadata", "namespace", NULL) ?: "",
+                   fg_json_get_str(b, "metadata", "namespace", NULL) ?: "");
+    if (c)
+        return c < 0;
+    return strcmp(fg_json_get_str(a, "metadata", "name", NULL) ?: "", fg_json_get_str(b, "metadata", "name", NULL) ?: "") <
+           0;
+}
+
+void fg_dp_pick_pod(const struct fg_dp_node_view *v, const struct fg_dp_ledger *l, struct fg_dp_pick *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->outcome = FG_DP_PICK_NONE;
+    for (size_t i = 0; i < v->npods; i++) {
+        json_object *pod = v->pods[i];
+        if (!waits(v, l, pod))
+            continue;
+        struct fg_grant g;
+        char why[160];
+        if (!granted(v, pod, &g, why, sizeof(why))) {
+            if (out->nrefused < FG_DP_PICK_REFUSED_MAX) {
+                snprintf(out->refused_why[out->nrefused], sizeof(out->refused_why[0]), "%s", why);
+                out->refused[out->nrefused++] = pod;
+            }
+            if (out->outcome == FG_DP_PICK_NONE)
+                out->outcome = FG_DP_PICK_REFUSED;
+            continue;
+        }
+        if (out->outcome == FG_DP_PICK_GRANTED && !earlier(pod, out->pod))
+            continue;
+        out->outcome = FG_DP_PICK_GRANTED;
+        out->pod = pod;
+        out->grant = g;
+        out->mps = fg_str_eq(fg_json_get_str(pod, "metadata", "annotations", FG_ANN_SHARING, NULL), "mps");
+    }
+}
+
+static json_object *pod_named(const struct fg_dp_node_view *v, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < v->npods; i++)
+        if (fg_str_eq(fg_json_get_str(v->pods[i], "metadata", "namespace", NULL), ns) &&
+            fg_str_eq(fg_json_get_str(v->pods[i], "metadata", "name", NULL), name))
+            return v->pods[i];
+    return NULL;
+}
+
+static void impostor(struct fg_dp_audit *out, size_t index, const char *fmt, const char *a, const char *b)
+{
+    if (out->nimpostors == FG_DP_AUDIT_MAX)
+        return;
+    snprintf(out->why[out->nimpostors], sizeof(out->why[0]), fmt, a, b);
+    out->impostors[out->nimpostors++] = index;
+}
+
+void fg_dp_ledger_audit(struct fg_dp_ledger *l, const struct fg_dp_node_view *v, const struct fg_dp_holding *h,
+                        size_t nh, struct fg_dp_audit *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < nh; i++) {
+        bool robbed = false;
+        for (size_t j = 0; j < h[i].n && !robbed; j++) {
+            struct fg_dp_entry *e = owner_of(l, h[i].device_ids[j]);
+            if (!e || (strcmp(e->ns, h[i].ns) == 0 && strcmp(e->name, h[i].name) == 0))
+                continue;
+            char owner[320];
+            snprintf(owner, sizeof(owner), "%s/%s", e->ns, e->name);
+            impostor(out, i, "holds device %s, which was allocated to %s", h[i].device_ids[j], owner);
+            fg_dp_ledger_drop(l, e->uid);
+            out->robbed++;
+            robbed = true;
+        }
+        if (robbed || entry_named(l, h[i].ns, h[i].name) || h[i].n == 0)
+            continue;
+        json_object *pod = pod_named(v, h[i].ns, h[i].name);
+        if (!pod)
+            continue; /* not in the cache yet: the next audit decides */
+        struct fg_grant g;
+        char why[160];
+        if (granted(v, pod, &g, why, sizeof(why))) {
+            fg_dp_ledger_put(l, g.pod_uid, h[i].ns, h[i].name, g.gpu_uuid, h[i].device_ids, h[i].n);
+            out->adopted++;
+        } else {
+            impostor(out, i, "holds %s devices without a valid grant: %s", FG_RES_GPU_SHARE, why);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+/*
+ * plugin_int — the device plugin's state, shared by its files: plugin.c (life, registration, GPUs,
+ * ListAndWatch), allocate.c (Allocate, GetPreferredAllocation, the audit). Loop thread only, except
+ * `incoming`, which the exporter's sampler thread writes under incoming_mu.
+ */
+#ifndef FG_DEVICEPLUGIN_PLUGIN_INT_H
+#define FG_DEVICEPLUGIN_PLUGIN_INT_H
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/metrics.h"
+#include "nodeagent/deviceplugin/admission.h"
+#include "nodeagent/deviceplugin/enforcer.h"
+#include "nodeagent/deviceplugin/keys.h"
+#include "nodeagent/deviceplugin/plugin.h"
+#include "nodeagent/deviceplugin/slots.h"
+#include "nodeagent/grpc/client.h"
+#include "nodeagent/grpc/deviceplugin.pb-c.h"
+#include "nodeagent/grpc/server.h"
+#include "operator/cache/informer.h"
+
+#define FG_DP_GPUS_MAX 64
+#define FG_DP_WATCHERS_MAX 8
+#define FG_DP_PENDING_MAX 16
+
+struct fg__dp_pending {
+    struct fg_grpc_call *call;
+    V1beta1__AllocateRequest *req;
+    uint64_t start_ns, deadline_ns;
+};
+
+struct fg__dp {
+    struct fg_dp_opts o;
+    char dir[256], socket_path[300], kubelet_path[300];
+    struct fg_kube_loop *loop;
+    struct event_base *base;
+    struct fg_informer *pods;
+    struct fg_dp_keys *keys;
+    struct fg_dp_enforcer *enforcer;
+    enum fg_dp_form form;
+
+    pthread_mutex_t incoming_mu;
+    struct fg_dp_gpu incoming[FG_DP_GPUS_MAX];
+    size_t nincoming;
+    bool incoming_new;
+
+    struct fg_dp_gpu gpus[FG_DP_GPUS_MAX];
+    size_t ngpus;
+    bool gpus_known;
+
+    struct fg_grpc_server *server;
+    ino_t socket_ino;
+    struct fg_grpc_call *watchers[FG_DP_WATCHERS_MAX];
+    size_t nwatchers;
+
+    struct fg_grpc_client *kubelet;
+    ino_t kubelet_ino;
+    bool registered, registering;
+    uint64_t next_register_ns;
+
+    struct fg_dp_ledger ledger;
+    struct fg__dp_pending pending[FG_DP_PENDING_MAX];
+    size_t npending;
+
+    struct fg_grpc_client *podres;
+    bool auditing, audit_again;
+    uint64_t audit_at_ns, next_periodic_audit_ns;
+    bool podres_warned;
+
+    struct event *tick;
+    bool running;
+
+    struct fg_counter *granted, *refused, *invalid, *reg_ok, *reg_failed;
+    struct fg_histogram *allocate_seconds;
+};
+
+/* This node's pods as parsed trees, for a decision (fg__dp_view_cleanup puts them). */
+void fg__dp_view(struct fg__dp *p, struct fg_dp_node_view *v);
+void fg__dp_view_cleanup(struct fg_dp_node_view *v);
+
+/* allocate.c */
+void fg__dp_allocate(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud);
+void fg__dp_allocate_gone(struct fg_grpc_call *call, void *ud);
+void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud);
+/* Decides every held Allocate that can be decided now (unless an audit is running). */
+void fg__dp_decide_pending(struct fg__dp *p);
+/* Starts an audit now (or right after the running one). */
+void fg__dp_audit(struct fg__dp *p);
+/* Refuses every held Allocate (the plugin stops). */
+void fg__dp_pending_abort(struct fg__dp *p);
+
+#endif

@@ -1,0 +1,560 @@
+/*
+ * The device plugin in a real `fracgpu node-agent` process, against the test API server, the fake
+ * NVML (two GPUs) and the kubelet's device manager played over the real gRPC (e2e/devicemanager):
+ *   - it registers fracgpu.io/gpu-share and advertises 48 healthy slots per GPU;
+ *   - a pod whose grant verifies gets exactly its GPU (env form), on a slot of that GPU;
+ *   - a pod with annotations copied from a granted pod is refused (PERMISSION_DENIED, a GrantRefused
+ *     Event), and when it is admitted first with the granted pod waiting, the kubelet's records show it
+ *     holding the granted pod's slot: it is deleted within a second and the granted pod is served;
+ *   - Allocate for devices it never advertised is INVALID_ARGUMENT, garbage on its socket harms nobody;
+ *   - a kubelet restart (sockets removed, kubelet.sock re-created) leads to a new registration;
+ *   - a restarted agent adopts the pods it had granted (none removed), detects CDI under --host-root
+ *     and answers with the CDI device; an mps tenant gets its GPU's MPS pipe and limits;
+ *   - a key rotation keeps grants of the previous key valid; a deleted key Secret refuses everything.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/base64.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/fs.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "e2e/devicemanager/devicemanager.h"
+#include "e2e/tests/harness.h"
+#include "exporter/test/fake_state.h"
+#include "nodeagent/grpc/client.h"
+#include "nodeagent/grpc/kubelet.h"
+#include "operator/kube/loop.h"
+#include "reconcilers/grant.h"
+#include "reconcilers/podcontract.h"
+
+extern char **environ;
+
+#define NODE "gpu-node-1"
+#define NS "ml"
+#define SYS "fracgpu-system"
+#define GPU1 "GPU-5f2c1d9e-0000-4000-8000-000000000001"
+#define GPU2 "GPU-5f2c1d9e-0000-4000-8000-000000000002"
+#define SHARE "fracgpu.io/gpu-share"
+
+static const unsigned char key1[32] = "first grant key for plugin tests";
+static const unsigned char key2[32] = "second grant key after rotation!";
+
+struct env {
+    struct fg_harness h;
+    char dir[64];
+    char dp_dir[128], podres[128], mps_root[128], host_root[128], log[160];
+    struct fg_dm *dm;
+    pid_t agent;
+};
+
+static struct env E;
+
+/* ---- the device manager, on the harness's loop thread ---- */
+
+struct dm_new_step {
+    struct env *e;
+    enum fg_err err;
+    char msg[FG_ERRMSG_MAX];
+};
+
+static void dm_new_on_loop(void *ud)
+{
+    struct dm_new_step *s = ud;
+    struct fg_dm_opts o = { s->e->dp_dir, s->e->podres };
+    s->err = fg_dm_new(fg_kube_loop_base(s->e->h.loop), &o, &s->e->dm, s->msg);
+}
+
+static void dm_free_on_loop(void *ud)
+{
+    fg_dm_free(ud);
+}
+
+static void dm_restart_on_loop(void *ud)
+{
+    assert_int_equal(fg_dm_restart(ud, NULL), FG_OK);
+}
+
+struct probe {
+    unsigned registrations;
+    bool streaming;
+    size_t devices, healthy;
+};
+
+static void probe_on_loop(void *ud)
+{
+    struct probe *p = ud;
+    p->registrations = fg_dm_registrations(E.dm);
+    p->streaming = fg_dm_resource(E.dm, SHARE, &p->devices, &p->healthy);
+}
+
+static struct probe probe(void)
+{
+    struct probe p;
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, probe_on_loop, &p, 5000), FG_OK);
+    return p;
+}
+
+/* One admission: the kubelet allocating one slot for pod's container. */
+struct admission {
+    const char *ns, *name, *uid;
+    bool started, done;
+    enum fg_err start_err;
+    enum fg_grpc_status status;
+    char message[1024];
+    char device[128];
+    char env_visible[256], env_pipe[256], cdi[256], mount_pipe[256];
+};
+
+static void admitted(void *ud, enum fg_grpc_status status, const char *message,
+                     const V1beta1__ContainerAllocateResponse *reply, const char *const *ids, size_t n)
+{
+    struct admission *a = ud;
+    a->status = status;
+    snprintf(a->message, sizeof(a->message), "%s", message);
+    if (reply) {
+        snprintf(a->device, sizeof(a->device), "%s", n ? ids[0] : "");
+        for (size_t i = 0; i < reply->n_envs; i++) {
+            if (!strcmp(reply->envs[i]->key, "NVIDIA_VISIBLE_DEVICES"))
+                snprintf(a->env_visible, sizeof(a->env_visible), "%s", reply->envs[i]->value);
+            if (!strcmp(reply->envs[i]->key, "CUDA_MPS_PIPE_DIRECTORY"))
+                snprintf(a->env_pipe, sizeof(a->env_pipe), "%s", reply->envs[i]->value);
+        }
+        if (reply->n_cdi_devices)
+            snprintf(a->cdi, sizeof(a->cdi), "%s", reply->cdi_devices[0]->name);
+        for (size_t i = 0; i < reply->n_mounts; i++)
+            if (!strcmp(reply->mounts[i]->container_path, "/tmp/nvidia-mps"))
+                snprintf(a->mount_pipe, sizeof(a->mount_pipe), "%s", reply->mounts[i]->host_path);
+    }
+    a->done = true;
+}
+
+static void admit_on_loop(void *ud)
+{
+    struct admission *a = ud;
+    a->start_err = fg_dm_allocate(E.dm, a->ns, a->name, a->uid, "main", SHARE, 1, admitted, a);
+    a->started = true;
+}
+
+static void read_done(void *ud)
+{
+    (void)ud; /* a round trip through the loop: what admitted() wrote is visible afterwards */
+}
+
+/* Admits pod (ns, name, uid) and waits for the plugin's answer (at most 10 s). */
+static void admit(struct admission *a)
+{
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, admit_on_loop, a, 5000), FG_OK);
+    assert_int_equal(a->start_err, FG_OK);
+    for (int i = 0; i < 500; i++) {
+        assert_int_equal(fg_kube_loop_call_wait(E.h.loop, read_done, NULL, 5000), FG_OK);
+        if (a->done)
+            return;
+        fg_test_sleep_ms(20);
+    }
+    fail_msg("no answer to Allocate for %s/%s", a->ns, a->name);
+}
+
+/* ---- the cluster ---- */
+
+static void put_secret(const unsigned char *key, const unsigned char *previous)
+{
+    char *k = fg_base64_encode(key, 32), *p = previous ? fg_base64_encode(previous, 32) : NULL;
+    char *json = fg_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"" FG_SECRET_GRANT_KEY
+                             "\",\"namespace\":\"" SYS "\"},\"data\":{\"key\":\"%s\"%s%s%s}}",
+                             k, p ? ",\"previous\":\"" : "", p ? p : "", p ? "\"" : "");
+    json_object *obj = json_tokener_parse(json);
+    const char *path = "/api/v1/namespaces/" SYS "/secrets/" FG_SECRET_GRANT_KEY;
+    if (fg_kube_update(E.h.client, path, obj, NULL, NULL) != FG_OK)
+        assert_int_equal(fg_kube_create(E.h.client, "/api/v1/namespaces/" SYS "/secrets", obj, NULL, NULL), FG_OK);
+    json_object_put(obj);
+    free(json), free(k), free(p);
+}
+
+/* Creates a pending pod on NODE asking for a share; returns its UID (static buffer per call site). */
+static void make_pod(const char *name, char uid[64])
+{
+    char *json = fg_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS
+                             "\"},\"spec\":{\"nodeName\":\"" NODE "\",\"containers\":[{\"name\":\"main\",\"image\":\"x\","
+                             "\"resources\":{\"limits\":{\"" SHARE "\":\"1\"}}}]}}",
+                             name);
+    json_object *obj = json_tokener_parse(json), *out = NULL;
+    assert_int_equal(fg_kube_create(E.h.client, "/api/v1/namespaces/" NS "/pods", obj, &out, NULL), FG_OK);
+    snprintf(uid, 64, "%s", fg_json_get_str(out, "metadata", "uid", NULL));
+    json_object_put(obj), json_object_put(out);
+    free(json);
+}
+
+/* Writes the placement annotations on pod `name`, signed for `for_uid` under key (the scheduler's
+ * Binding does this in production). */
+static void place(const char *name, const char *for_uid, const char *gpu, const unsigned char *key, const char *sharing)
+{
+    struct fg_grant g = { for_uid, NODE, gpu, 300, 8192 };
+    char grant[FG_GRANT_MAX];
+    assert_int_equal(fg_grant_sign(&g, key, 32, grant), FG_OK);
+    char *patch = fg_asprintf("{\"metadata\":{\"annotations\":{\"" FG_ANN_GPU_UUID "\":\"%s\",\"" FG_ANN_COMPUTE_MILLI
+                              "\":\"300\",\"" FG_ANN_MEMORY_MIB "\":\"8192\",\"" FG_ANN_SHARING "\":\"%s\",\"" FG_ANN_GRANT
+                              "\":\"%s\"}}}",
+                              gpu, sharing, grant);
+    char *path = fg_asprintf("/api/v1/namespaces/" NS "/pods/%s", name);
+    assert_int_equal(fg_kube_patch(E.h.client, path, FG_KUBE_PATCH_MERGE, patch, NULL, NULL), FG_OK);
+    free(patch), free(path);
+    /* a kubelet admits a pod once its own watch shows it bound; give the agent's watch as long */
+    fg_test_sleep_ms(200);
+}
+
+static bool pod_exists(const char *name)
+{
+    char *path = fg_asprintf("/api/v1/namespaces/" NS "/pods/%s", name);
+    json_object *pod = NULL;
+    enum fg_err err = fg_kube_get(E.h.client, path, &pod, NULL);
+    json_object_put(pod);
+    free(path);
+    return err == FG_OK;
+}
+
+static bool event_about(const char *pod, const char *reason)
+{
+    json_object *list = NULL;
+    bool found = false;
+    if (fg_kube_get(E.h.client, "/api/v1/namespaces/" NS "/events", &list, NULL) != FG_OK)
+        return false;
+    json_object *items = fg_json_get(list, "items", NULL);
+    for (size_t i = 0; i < fg_json_array_len(items) && !found; i++) {
+        json_object *ev = json_object_array_get_idx(items, i);
+        found = fg_str_eq(fg_json_get_str(ev, "involvedObject", "name", NULL), pod) &&
+                fg_str_eq(fg_json_get_str(ev, "reason", NULL), reason);
+    }
+    json_object_put(list);
+    return found;
+}
+
+/* ---- the agent ---- */
+
+static void agent_start(const char *strategy)
+{
+    static unsigned n;
+    snprintf(E.log, sizeof(E.log), "%s/agent-%u.log", E.dir, ++n);
+    char proc[96];
+    snprintf(proc, sizeof(proc), "%s/proc", E.dir);
+    const char *argv[] = { FG_FRACGPU, "node-agent", "--node-name", NODE, "--kubeconfig", E.h.kubeconfig,
+                           "--nvml-lib", FG_FAKE_NVML_PATH, "--proc-root", proc, "--interval", "200ms",
+                           "--listen", "127.0.0.1:0", "--device-plugin-dir", E.dp_dir,
+                           "--pod-resources-socket", E.podres, "--mps-root", E.mps_root,
+                           "--grant-key-namespace", SYS, "--host-root", E.host_root,
+                           "--device-list-strategy", strategy, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, E.log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    assert_int_equal(posix_spawn(&E.agent, FG_FRACGPU, &fa, NULL, (char *const *)argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+}
+
+static void agent_stop(void)
+{
+    if (!E.agent)
+        return;
+    kill(E.agent, SIGTERM);
+    int st = 0;
+    for (int i = 0; i < 500 && waitpid(E.agent, &st, WNOHANG) == 0; i++)
+        fg_test_sleep_ms(20);
+    if (kill(E.agent, 0) == 0) {
+        kill(E.agent, SIGKILL);
+        waitpid(E.agent, &st, 0);
+    }
+    E.agent = 0;
+}
+
+static bool log_has(const char *text)
+{
+    struct fg_buf b = FG_BUF_INIT;
+    bool has = fg_buf_read_file(&b, E.log, NULL) == FG_OK && strstr(fg_buf_str(&b), text);
+    fg_buf_cleanup(&b);
+    return has;
+}
+
+static void dump_log(void)
+{
+    struct fg_buf b = FG_BUF_INIT;
+    if (fg_buf_read_file(&b, E.log, NULL) == FG_OK)
+        fprintf(stderr, "---- node agent log ----\n%s\n", fg_buf_str(&b));
+    fg_buf_cleanup(&b);
+}
+
+/* Waits until the plugin has registered more than `after` times and streams its slots. */
+static void wait_registered(unsigned after)
+{
+    for (int i = 0; i < 500; i++) {
+        struct probe p = probe();
+        if (p.registrations > after && p.streaming && p.healthy == 2 * 48)
+            return;
+        fg_test_sleep_ms(20);
+    }
+    dump_log();
+    struct probe p = probe();
+    fail_msg("not registered: %u registrations, streaming %d, %zu devices (%zu healthy)", p.registrations, p.streaming,
+             p.devices, p.healthy);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(&E, 0, sizeof(E));
+    fg_log_set_level(FG_LOG_WARN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    fg_test_fake_dir(E.dir);
+    snprintf(E.dp_dir, sizeof(E.dp_dir), "%s/device-plugins", E.dir);
+    snprintf(E.podres, sizeof(E.podres), "%s/podres.sock", E.dir);
+    snprintf(E.mps_root, sizeof(E.mps_root), "%s/mps", E.dir);
+    snprintf(E.host_root, sizeof(E.host_root), "%s/host", E.dir);
+    assert_int_equal(fg_mkdir_p(E.dp_dir), 0);
+    assert_int_equal(fg_mkdir_p(E.host_root), 0);
+    fg_test_fake_state(E.dir, "{\"gpus\":[{\"uuid\":\"" GPU1 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,"
+                              "\"used\":0,\"util\":0},{\"uuid\":\"" GPU2 "\",\"name\":\"NVIDIA A100-SXM4-80GB\","
+                              "\"total\":85899345920,\"used\":0,\"util\":0}]}");
+    char msg[FG_ERRMSG_MAX] = "";
+    if (fg_harness_start(&E.h, NULL, msg) != FG_OK)
+        fail_msg("harness: %s", msg);
+    assert_int_equal(fg_harness_namespace(&E.h, NS), FG_OK);
+    assert_int_equal(fg_harness_namespace(&E.h, SYS), FG_OK);
+    struct dm_new_step s = { &E, FG_OK, "" };
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, dm_new_on_loop, &s, 5000), FG_OK);
+    if (s.err)
+        fail_msg("device manager: %s", s.msg);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    agent_stop();
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, dm_free_on_loop, E.dm, 5000), FG_OK);
+    fg_harness_stop(&E.h);
+    fg_test_fake_rm(E.dir);
+    curl_global_cleanup();
+    return 0;
+}
+
+/* ---- the scenarios ---- */
+
+static void grants_and_refusals(void **state)
+{
+    (void)state;
+    put_secret(key1, NULL);
+    agent_start("envvar");
+    wait_registered(0);
+
+    char uid[64];
+    make_pod("granted", uid);
+    place("granted", uid, GPU2, key1, "timeslice");
+    struct admission a = { .ns = NS, .name = "granted", .uid = uid };
+    admit(&a);
+    if (a.status != FG_GRPC_OK)
+        dump_log();
+    assert_int_equal(a.status, FG_GRPC_OK);
+    assert_string_equal(a.env_visible, GPU2);
+    assert_true(fg_str_has_prefix(a.device, GPU2 "::")); /* the preferred slot is on its GPU */
+
+    /* the same annotations on a pod of one's own: refused, with an Event */
+    char fuid[64];
+    make_pod("forged", fuid);
+    place("forged", uid, GPU2, key1, "timeslice");
+    struct admission f = { .ns = NS, .name = "forged", .uid = fuid };
+    admit(&f);
+    assert_int_equal(f.status, FG_GRPC_PERMISSION_DENIED);
+    assert_non_null(strstr(f.message, "ml/forged: grant forged or altered"));
+    for (int i = 0; i < 250 && !event_about("forged", "GrantRefused"); i++)
+        fg_test_sleep_ms(20);
+    assert_true(event_about("forged", "GrantRefused"));
+
+    /* admitted together, the forged pod first: it is found holding the granted pod's slot and removed */
+    char u2[64], f2[64];
+    make_pod("forged-2", f2);
+    make_pod("granted-2", u2);
+    place("granted-2", u2, GPU1, key1, "timeslice");
+    place("forged-2", u2, GPU1, key1, "timeslice");
+    struct admission first = { .ns = NS, .name = "forged-2", .uid = f2 };
+    admit(&first);
+    assert_int_equal(first.status, FG_GRPC_OK); /* the plugin could not tell: it served granted-2's grant */
+    uint64_t t0 = fg_clock_real_ns();
+    while (pod_exists("forged-2") && fg_clock_real_ns() - t0 < 5 * FG_NS_PER_S)
+        fg_test_sleep_ms(20);
+    uint64_t gone_ms = (fg_clock_real_ns() - t0) / FG_NS_PER_MS;
+    if (pod_exists("forged-2"))
+        dump_log();
+    assert_false(pod_exists("forged-2"));
+    assert_true(gone_ms < 1000);
+    struct admission second = { .ns = NS, .name = "granted-2", .uid = u2 };
+    admit(&second);
+    assert_int_equal(second.status, FG_GRPC_OK);
+    assert_string_equal(second.env_visible, GPU1);
+    assert_true(pod_exists("granted-2") && pod_exists("granted"));
+    assert_true(log_has("holds device"));
+
+    /* Allocate for devices never advertised; garbage on the socket */
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%.90s/fracgpu.sock", E.dp_dir);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_true(write(fd, "GET / HTTP/1.1\r\n\r\n\x00\x01garbage", 28) > 0);
+    close(fd);
+    char u3[64];
+    make_pod("third", u3);
+    place("third", u3, GPU1, key1, "timeslice");
+    struct admission t = { .ns = NS, .name = "third", .uid = u3 };
+    admit(&t);
+    assert_int_equal(t.status, FG_GRPC_OK); /* the plugin still serves */
+}
+
+/* Devices the plugin never advertised, asked for directly over gRPC. */
+struct raw_call {
+    bool done;
+    enum fg_grpc_status status;
+    char message[256];
+    struct fg_grpc_client *c;
+};
+
+static void raw_done(void *ud, enum fg_grpc_status status, const char *message, const uint8_t *resp, size_t len)
+{
+    (void)resp, (void)len;
+    struct raw_call *r = ud;
+    r->status = status;
+    snprintf(r->message, sizeof(r->message), "%s", message);
+    r->done = true;
+    struct fg_grpc_client *c = r->c;
+    r->c = NULL;
+    fg_grpc_client_free(c);
+}
+
+static void raw_allocate_on_loop(void *ud)
+{
+    struct raw_call *r = ud;
+    char path[160];
+    snprintf(path, sizeof(path), "%.120s/fracgpu.sock", E.dp_dir);
+    struct fg_grpc_client_opts co = { .socket_path = path };
+    assert_int_equal(fg_grpc_client_new(fg_kube_loop_base(E.h.loop), &co, &r->c, NULL), FG_OK);
+    char *ids[] = { "GPU-nope::1" };
+    V1beta1__ContainerAllocateRequest cr = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
+    cr.n_devices_ids = 1;
+    cr.devices_ids = ids;
+    V1beta1__ContainerAllocateRequest *crs[] = { &cr };
+    V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
+    req.n_container_requests = 1;
+    req.container_requests = crs;
+    assert_int_equal(fg_grpc_client_unary(r->c, FG_DEVICE_PLUGIN_ALLOCATE, &req.base, 5000, raw_done, r, NULL), FG_OK);
+}
+
+static void restarts_forms_and_keys(void **state)
+{
+    (void)state;
+    put_secret(key1, NULL);
+    agent_start("envvar");
+    wait_registered(0);
+
+    struct raw_call r = { 0 };
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, raw_allocate_on_loop, &r, 5000), FG_OK);
+    for (int i = 0; i < 250 && !r.done; i++) {
+        fg_test_sleep_ms(20);
+        assert_int_equal(fg_kube_loop_call_wait(E.h.loop, read_done, NULL, 5000), FG_OK);
+    }
+    assert_true(r.done);
+    assert_int_equal(r.status, FG_GRPC_INVALID_ARGUMENT);
+    assert_non_null(strstr(r.message, "unknown device \"GPU-nope::1\""));
+
+    char uid[64];
+    make_pod("kept", uid);
+    place("kept", uid, GPU1, key1, "timeslice");
+    struct admission a = { .ns = NS, .name = "kept", .uid = uid };
+    admit(&a);
+    assert_int_equal(a.status, FG_GRPC_OK);
+
+    /* the kubelet restarts: sockets removed, its own re-created */
+    unsigned before = probe().registrations;
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, dm_restart_on_loop, E.dm, 5000), FG_OK);
+    wait_registered(before);
+
+    /* the agent restarts on a CDI host: the pod it granted is adopted, not removed */
+    agent_stop();
+    char cdi[160];
+    snprintf(cdi, sizeof(cdi), "%s/etc/cdi", E.host_root);
+    assert_int_equal(fg_mkdir_p(cdi), 0);
+    snprintf(cdi, sizeof(cdi), "%s/etc/cdi/nvidia.yaml", E.host_root);
+    FILE *f = fopen(cdi, "w");
+    assert_non_null(f);
+    fputs("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n", f);
+    fclose(f);
+    before = probe().registrations;
+    agent_start("auto");
+    wait_registered(before);
+    for (int i = 0; i < 100 && !log_has("took 1 running pod"); i++)
+        fg_test_sleep_ms(50);
+    if (!log_has("took 1 running pod"))
+        dump_log();
+    assert_true(log_has("took 1 running pod"));
+    assert_true(pod_exists("kept"));
+    assert_true(log_has("devices in the cdi-cri form"));
+
+    /* an mps tenant: its GPU's MPS pipe, and the CDI device */
+    char mu[64];
+    make_pod("tenant", mu);
+    place("tenant", mu, GPU2, key1, "mps");
+    struct admission m = { .ns = NS, .name = "tenant", .uid = mu };
+    admit(&m);
+    assert_int_equal(m.status, FG_GRPC_OK);
+    assert_string_equal(m.cdi, "nvidia.com/gpu=" GPU2);
+    assert_string_equal(m.env_pipe, "/tmp/nvidia-mps");
+    char pipe[200];
+    snprintf(pipe, sizeof(pipe), "%s/" GPU2 "/pipe", E.mps_root);
+    assert_string_equal(m.mount_pipe, pipe);
+
+    /* a rotation: grants of the previous key still verify */
+    put_secret(key2, key1);
+    fg_test_sleep_ms(300);
+    char ou[64];
+    make_pod("old-key", ou);
+    place("old-key", ou, GPU1, key1, "timeslice");
+    struct admission o = { .ns = NS, .name = "old-key", .uid = ou };
+    admit(&o);
+    assert_int_equal(o.status, FG_GRPC_OK);
+
+    /* the key Secret deleted: nothing verifies, and the refusal says why */
+    assert_int_equal(fg_kube_delete(E.h.client, "/api/v1/namespaces/" SYS "/secrets/" FG_SECRET_GRANT_KEY, NULL, NULL,
+                                    NULL),
+                     FG_OK);
+    fg_test_sleep_ms(300);
+    char nu[64];
+    make_pod("no-key", nu);
+    place("no-key", nu, GPU1, key2, "timeslice");
+    struct admission k = { .ns = NS, .name = "no-key", .uid = nu };
+    admit(&k);
+    assert_int_equal(k.status, FG_GRPC_PERMISSION_DENIED);
+    assert_non_null(strstr(k.message, "was deleted"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(grants_and_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(restarts_forms_and_keys, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
