@@ -3,7 +3,8 @@
  * steps, the records and the locking.
  *
  * Devices are chosen in the order the plugin listed them, the first free and healthy ones, as
- * kube's device manager does without a preferred-allocation call. A container's amount of a
+ * kube's device manager does without a preferred-allocation call; a plugin that chooses keeps its
+ * devices itself, and the grant takes the IDs it answers. A container's amount of a
  * resource is its limit, else its request (extended resources cannot be overcommitted: kube-apiserver
  * requires the two to be equal when both are set).
  */
@@ -98,11 +99,26 @@ static void grant_add_id(struct fg_sim_grant *g, const char *id)
     g->ids[g->nids++] = fg_strdup(id);
 }
 
+void fg_sim_device_plugin_release_none(void *ud, const char *pod_uid)
+{
+    (void)ud;
+    (void)pod_uid;
+}
+
+void fg_sim_device_plugin_restore_none(void *ud, const struct fg_sim_alloc_request *req)
+{
+    (void)ud;
+    (void)req;
+}
+
 static void answer_free(struct fg_sim_alloc_response *a)
 {
     for (size_t i = 0; i < a->nenv; i++)
         free(a->env[i]);
     free(a->env);
+    for (size_t i = 0; i < a->nids; i++)
+        free(a->ids[i]);
+    free(a->ids);
     memset(a, 0, sizeof *a);
 }
 
@@ -119,12 +135,25 @@ void fg_sim_grants_free(struct fg_sim_pod *p)
     p->ngrants = 0;
 }
 
+/* Does p hold devices of resource r (a grant with IDs)? */
+static bool holds(const struct fg_sim_pod *p, const struct fg_sim_device_resource *r)
+{
+    for (size_t i = 0; i < p->ngrants; i++)
+        if (p->grants[i].nids && !strcmp(p->grants[i].resource, r->name))
+            return true;
+    return false;
+}
+
 void fg_sim_devices_release(struct fg_sim_node *node, struct fg_sim_pod *p)
 {
-    for (size_t i = 0; i < node->devices.n; i++)
-        for (size_t j = 0; j < node->devices.res[i].n; j++)
-            if (!strcmp(node->devices.res[i].v[j].holder, p->uid))
-                node->devices.res[i].v[j].holder[0] = '\0';
+    for (size_t i = 0; i < node->devices.n; i++) {
+        struct fg_sim_device_resource *r = &node->devices.res[i];
+        for (size_t j = 0; j < r->n; j++)
+            if (!strcmp(r->v[j].holder, p->uid))
+                r->v[j].holder[0] = '\0';
+        if (r->plugin && r->plugin->chooses && holds(p, r))
+            r->plugin->release(r->ud, p->uid);
+    }
 }
 
 /* ---- step 2: reserve ---- */
@@ -159,6 +188,9 @@ bool fg_sim_devices_reserve(struct fg_sim_node *node, struct fg_sim_pod *p, json
             if (want <= 0)
                 continue;
             struct fg_sim_grant *g = grant_add(p, i, res->name);
+            g->want = (size_t)want;
+            if (res->plugin && res->plugin->chooses)
+                continue;   /* it picks them when asked */
             for (size_t u = 0; u < nreuse && (int64_t)g->nids < want; u++) {
                 if (reuse[u].taken || strcmp(reuse[u].resource, res->name))
                     continue;
@@ -204,6 +236,7 @@ struct question {
     void *ud;
     struct fg_sim_alloc_request req;
     struct fg_sim_alloc_response answer;
+    bool given;                   /* the plugin allocated (its devices are the pod's until released) */
     enum fg_err err;
     char why[FG_ERRMSG_MAX];
 };
@@ -237,15 +270,19 @@ bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
         return true;   /* its node went: the pod goes too */
     struct question *q = fg_calloc(p->ngrants ? p->ngrants : 1, sizeof *q);
     size_t nq = 0;
-    char node[FG_SIM_NODE_NAME_MAX];
+    char node[FG_SIM_NODE_NAME_MAX], ns[64];
     snprintf(node, sizeof node, "%s", p->node->name);
+    const char *slash = strchr(p->key, '/');
+    snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - p->key) : 0, p->key);
     for (size_t i = 0; i < p->ngrants; i++) {
         struct fg_sim_grant *g = &p->grants[i];
         struct fg_sim_device_resource *r = fg_sim_devices_find(&p->node->devices, g->resource);
         if (g->answered || !r || !r->plugin)
             continue;
         q[nq++] = (struct question){ .grant = i, .plugin = r->plugin, .ud = r->ud,
-                                     .req = { node, r->name, (const char *const *)g->ids, g->nids } };
+                                     .req = { node, NULL, ns, slash ? slash + 1 : p->key, p->uid,
+                                              p->containers[g->container].name, g->want,
+                                              (const char *const *)g->ids, g->nids } };
     }
     bool has_real = p->has_real;
     pthread_mutex_unlock(&k->mu);   /* the grants stay: only this pod's reconcile changes them */
@@ -253,6 +290,9 @@ bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
     for (size_t i = 0; i < nq && ok; i++) {
         q[i].req.resource = p->grants[q[i].grant].resource;   /* not the registry's: it may change meanwhile */
         q[i].err = q[i].plugin->allocate(q[i].ud, &q[i].req, &q[i].answer, q[i].why);
+        q[i].given = !q[i].err;
+        if (!q[i].err && q[i].plugin->chooses && q[i].answer.nids != q[i].req.n)
+            q[i].err = fg_errmsg(q[i].why, FG_E_INTERNAL, "%zu devices given for %zu", q[i].answer.nids, q[i].req.n);
         ok = !q[i].err;
     }
     if (ok && has_real && nq)
@@ -260,6 +300,12 @@ bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
     pthread_mutex_lock(&k->mu);
     for (size_t i = 0; i < nq; i++) {
         struct fg_sim_grant *g = &p->grants[q[i].grant];
+        if (q[i].given && q[i].plugin->chooses) {   /* the IDs it gave are the grant's (released if the pod fails) */
+            g->ids = q[i].answer.ids;
+            g->nids = q[i].answer.nids;
+            q[i].answer.ids = NULL;
+            q[i].answer.nids = 0;
+        }
         if (!ok || q[i].err) {
             if (q[i].err) {
                 snprintf(p->reject_reason, sizeof p->reject_reason, "UnexpectedAdmissionError");
@@ -346,12 +392,24 @@ void fg_sim_devices_adopt(struct fg_sim_node *node, struct fg_sim_pod *p, json_o
                 if (!resource || !fg_json_array_len(devs))
                     continue;
                 struct fg_sim_grant *g = grant_add(p, (size_t)c, resource);
+                struct fg_sim_device_resource *r = fg_sim_devices_find(&node->devices, resource);
+                bool chooses = r && r->plugin && r->plugin->chooses;
                 for (size_t d = 0; d < fg_json_array_len(devs); d++) {
                     const char *id = fg_json_get_str(json_object_array_get_idx(devs, d), "resourceID", NULL);
                     if (!id || strlen(id) >= FG_SIM_DEVICE_ID_MAX)
                         continue;
                     grant_add_id(g, id);
-                    hold(&node->devices, resource, id, p->uid);
+                    if (!chooses)
+                        hold(&node->devices, resource, id, p->uid);
+                }
+                g->want = g->nids;
+                if (chooses && g->nids) {
+                    const char *slash = strchr(p->key, '/');
+                    char ns[64];
+                    snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - p->key) : 0, p->key);
+                    r->plugin->restore(r->ud, &(struct fg_sim_alloc_request){
+                        node->name, resource, ns, slash ? slash + 1 : p->key, p->uid, p->containers[c].name,
+                        g->nids, (const char *const *)g->ids, g->nids });
                 }
             }
         }
@@ -374,7 +432,10 @@ json_object *fg_sim_devices_status(const struct fg_sim_pod *p, size_t container)
             const struct fg_sim_device *dev = device_find(r, g->ids[d]);
             json_object *o = json_object_new_object();
             fg_json_set_str(o, "resourceID", g->ids[d]);
-            fg_json_set_str(o, "health", !r || !r->plugin ? "Unknown" : dev && dev->healthy ? "Healthy" : "Unhealthy");
+            const char *health = !r || !r->plugin ? "Unknown"
+                                 : r->plugin->chooses || (dev && dev->healthy) ? "Healthy"   /* it gave only healthy ones */
+                                                                               : "Unhealthy";
+            fg_json_set_str(o, "health", health);
             json_object_array_add(devs, o);
         }
         json_object_object_add(entry, "resources", devs);

@@ -10,12 +10,15 @@
  *   2. At admission, once the pod fits the node, the kubelet picks free healthy devices for each
  *      container and each registered resource it requests — init containers' devices reusable by
  *      the containers after them, as kube's — and reserves them for the pod: fg_sim_devices_reserve
- *      (under the kubelets' lock, so two admissions never take one device).
+ *      (under the kubelets' lock, so two admissions never take one device). For a plugin that
+ *      chooses (below) only the count is noted.
  *   3. Then it asks each plugin, per container, what the container gets for those devices (kube:
  *      Allocate): fg_sim_devices_allocate, which releases the lock while the plugins answer, since
  *      a plugin's answer may take a network round trip. A refusal fails the pod with kube's
  *      UnexpectedAdmissionError. The answer's environment reaches the container (kubelet_env.c).
  *   4. The devices are freed when the pod ends (Succeeded or Failed) or goes.
+ * To serve fracgpu.io/gpu-share over gRPC, a node's kubelet registers, at its boot, the resource with
+ * a plugin that chooses and forwards to e2e/devicemanager's fg_dm (through its loop).
  * A resource no plugin registered on the node (fracgpu.io/gpu-share until fracgpu's plugin does)
  * is admitted on its capacity alone, as kube admits it.
  *
@@ -46,29 +49,51 @@ struct fg_sim_pod;
 
 #define FG_SIM_DEVICE_ID_MAX 128
 
-/* What a plugin is asked for one container: the devices the kubelet chose (kube's
- * ContainerAllocateRequest; like kube's, it does not say which pod it is for). */
+/* What a plugin is asked for one container: n devices of resource, the ones the kubelet chose
+ * (kube's ContainerAllocateRequest; none when the plugin chooses, below), and which pod and
+ * container they are for — the kubelet knows, the gRPC Allocate does not tell the plugin. */
 struct fg_sim_alloc_request {
     const char *node;
     const char *resource;
+    const char *pod_namespace, *pod_name, *pod_uid, *container;
+    size_t n;
     const char *const *ids;
     size_t nids;
 };
 
-/* What the plugin answers: environment variables as "NAME=value", owned (malloc'ed) strings the
- * caller frees. Mounts, device nodes, CDI device names and annotations are not simulated. */
+/* What the plugin answers: environment variables as "NAME=value", and the devices it chose when it
+ * chooses; owned (malloc'ed) strings the caller frees. Mounts, device nodes, CDI device names and
+ * annotations are not simulated. */
 struct fg_sim_alloc_response {
     char **env;
     size_t nenv;
+    char **ids;
+    size_t nids;
 };
 
+/* A device plugin, as the kubelets' device manager sees it. Two kinds:
+ *   - one whose devices the kubelet keeps (the NVIDIA device plugin): they are registered with
+ *     fg_sim_devices_register, the kubelet picks free ones and asks allocate for those;
+ *   - one that `chooses`: another device manager keeps the resource's devices and picks them —
+ *     e2e/devicemanager's fg_dm, which speaks the real device-plugin gRPC to fracgpu's node agent
+ *     (Registration, ListAndWatch, GetPreferredAllocation, Allocate, PodResources). The resource is
+ *     registered with no devices; allocate is asked for n and answers the IDs it gave; release tells
+ *     it a pod's devices are free (fg_dm_pod_gone), restore that a kubelet started again took a
+ *     pod's grant back from its status (fg_dm_record).
+ * release and restore run under the kubelets' lock: they must not wait long. */
 struct fg_sim_device_plugin {
     const char *name;   /* for logs and messages */
-    /* kube's Allocate for one container. May block: runs without the kubelets' lock. FG_OK with
-     * resp filled (it starts empty), or an error with the reason in errmsg. */
+    bool chooses;
+    /* kube's Allocate for one container. May block (a gRPC call): runs without the kubelets' lock.
+     * FG_OK with resp filled (it starts empty), or an error with the reason in errmsg. */
     enum fg_err (*allocate)(void *ud, const struct fg_sim_alloc_request *req, struct fg_sim_alloc_response *resp,
                             char *errmsg);
+    void (*release)(void *ud, const char *pod_uid);
+    void (*restore)(void *ud, const struct fg_sim_alloc_request *req);
 };
+/* release and restore for a plugin whose devices the kubelet keeps: nothing to do. */
+void fg_sim_device_plugin_release_none(void *ud, const char *pod_uid);
+void fg_sim_device_plugin_restore_none(void *ud, const struct fg_sim_alloc_request *req);
 
 struct fg_sim_device {
     char id[FG_SIM_DEVICE_ID_MAX];
@@ -94,7 +119,8 @@ struct fg_sim_devices {
 struct fg_sim_grant {
     size_t container;             /* index in the pod's containers */
     char resource[FG_RESOURCE_NAME_MAX];
-    char **ids;
+    size_t want;                  /* how many */
+    char **ids;                   /* for a plugin that chooses: none until it answered */
     size_t nids;
     struct fg_sim_alloc_response answer;
     bool answered;

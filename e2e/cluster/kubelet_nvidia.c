@@ -47,7 +47,9 @@ static enum fg_err nvidia_allocate(void *ud, const struct fg_sim_alloc_request *
     return FG_OK;
 }
 
-static const struct fg_sim_device_plugin nvidia_plugin = { "nvidia-device-plugin", nvidia_allocate };
+static const struct fg_sim_device_plugin nvidia_plugin = { "nvidia-device-plugin", false, nvidia_allocate,
+                                                           fg_sim_device_plugin_release_none,
+                                                           fg_sim_device_plugin_restore_none };
 
 void fg_sim_nvidia_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
 {

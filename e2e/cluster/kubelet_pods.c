@@ -65,9 +65,10 @@ static void pod_forget(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
     }
     if (p->node) {
         fg_sim_node_release_ip(p->node, p->ip);
-        if (p->admitted && !p->rejected && !p->released)
+        if (p->admitted && !p->rejected && !p->released) {   /* an ended pod gave them back already */
             fg_resources_sub(&p->node->used, &p->requests);
-        fg_sim_devices_release(p->node, p);
+            fg_sim_devices_release(p->node, p);
+        }
     }
     fg_sim_grants_free(p);
     lh_table_delete(k->pod_index, p->key);

@@ -203,7 +203,9 @@ static void test_allocate(void **state)
 
     /* fracgpu's plugin registers gpu-share slots, and refuses */
     size_t asked = 0;
-    const struct fg_sim_device_plugin plugin = { "fracgpu", refusing };
+    const struct fg_sim_device_plugin plugin = { .name = "fracgpu", .allocate = refusing,
+                                                 .release = fg_sim_device_plugin_release_none,
+                                                 .restore = fg_sim_device_plugin_restore_none };
     const char *slots[] = { "slot-0", "slot-1" };
     fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &plugin, &asked, slots, 2);
     p = pod_on(n, j);
@@ -227,6 +229,84 @@ static void test_allocate(void **state)
     assert_string_equal(r->v[1].holder, "uid-2");
     assert_string_equal(r->v[0].holder, "");
     pod_free(p);
+    json_object_put(j);
+    node_free(n);
+}
+
+/* A plugin that keeps its devices itself, as e2e/devicemanager's fg_dm does: it gives slot-<n>
+ * in turn and records what it was told. */
+struct chooser {
+    unsigned next;
+    char asked_for[128], released[64], restored[128];
+};
+
+static enum fg_err choose(void *ud, const struct fg_sim_alloc_request *req, struct fg_sim_alloc_response *resp,
+                          char *errmsg)
+{
+    (void)errmsg;
+    struct chooser *c = ud;
+    snprintf(c->asked_for, sizeof c->asked_for, "%s/%s/%s %zu of %s", req->pod_namespace, req->pod_name,
+             req->container, req->n, req->resource);
+    resp->ids = fg_calloc(req->n, sizeof *resp->ids);
+    for (size_t i = 0; i < req->n; i++)
+        resp->ids[resp->nids++] = fg_asprintf("slot-%u", c->next++);
+    resp->env = fg_calloc(1, sizeof *resp->env);
+    resp->env[resp->nenv++] = fg_asprintf("NVIDIA_VISIBLE_DEVICES=GPU-shared");
+    return FG_OK;
+}
+
+static void chooser_release(void *ud, const char *uid)
+{
+    snprintf(((struct chooser *)ud)->released, sizeof ((struct chooser *)ud)->released, "%s", uid);
+}
+
+static void chooser_restore(void *ud, const struct fg_sim_alloc_request *req)
+{
+    struct chooser *c = ud;
+    snprintf(c->restored, sizeof c->restored, "%s %s %zu %s", req->pod_uid, req->container, req->nids, req->ids[0]);
+}
+
+static void test_plugin_that_chooses(void **state)
+{
+    (void)state;
+    struct fg_sim_node *n = node_new("gpu-h", 2);
+    struct chooser c = { .next = 3 };
+    const struct fg_sim_device_plugin plugin = { .name = "fracgpu", .chooses = true, .allocate = choose,
+                                                 .release = chooser_release, .restore = chooser_restore };
+    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &plugin, &c, NULL, 0);
+    json_object *j = pod_json("frac", "uid-f", "{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
+                              "{\"fracgpu.io/gpu-share\":2}}}]}");
+    struct fg_sim_pod *p = pod_on(n, j);
+    assert_true(fg_sim_devices_reserve(n, p, j));
+    assert_int_equal(p->ngrants, 1);
+    assert_int_equal(p->grants[0].want, 2);
+    assert_int_equal(p->grants[0].nids, 0);   /* not chosen yet */
+    pthread_mutex_lock(&k.mu);
+    assert_true(fg_sim_devices_allocate(&k, p));
+    pthread_mutex_unlock(&k.mu);
+    assert_string_equal(c.asked_for, "default/frac/main 2 of fracgpu.io/gpu-share");
+    assert_int_equal(p->grants[0].nids, 2);
+    assert_string_equal(p->grants[0].ids[0], "slot-3");
+    assert_string_equal(p->grants[0].ids[1], "slot-4");
+    assert_string_equal(p->grants[0].answer.env[0], "NVIDIA_VISIBLE_DEVICES=GPU-shared");
+    json_object *st = fg_sim_devices_status(p, 0);
+    json_object *dev = json_object_array_get_idx(fg_json_get(json_object_array_get_idx(st, 0), "resources", NULL), 1);
+    assert_string_equal(fg_json_get_str(dev, "resourceID", NULL), "slot-4");
+    assert_string_equal(fg_json_get_str(dev, "health", NULL), "Healthy");
+    fg_sim_devices_release(n, p);
+    assert_string_equal(c.released, "uid-f");
+    /* a kubelet started again tells it what the pod holds */
+    json_object *cs = json_object_new_object(), *list = json_object_new_array();
+    fg_json_set_str(cs, "name", "main");
+    json_object_object_add(cs, "allocatedResourcesStatus", st);
+    json_object_array_add(list, cs);
+    json_object_object_add(fg_json_ensure_obj(j, "status"), "containerStatuses", list);
+    struct fg_sim_pod *adopted = pod_on(n, j);
+    fg_sim_devices_adopt(n, adopted, j);
+    assert_string_equal(c.restored, "uid-f main 2 slot-3");
+    assert_int_equal(fg_sim_devices_find(&n->devices, FG_RESOURCE_GPU_SHARE)->n, 0);   /* not kept here */
+    pod_free(p);
+    pod_free(adopted);
     json_object_put(j);
     node_free(n);
 }
@@ -287,7 +367,9 @@ static void test_status_rebuilds(void **state)
                                                                               "resources", NULL), 0), "health", NULL),
                         "Unknown");
     json_object_put(st2);
-    static const struct fg_sim_device_plugin none = { "fracgpu", refusing };
+    static const struct fg_sim_device_plugin none = { .name = "fracgpu", .allocate = refusing,
+                                                      .release = fg_sim_device_plugin_release_none,
+                                                      .restore = fg_sim_device_plugin_restore_none };
     const char *listed[] = { "slot-0", "slot-1" };
     fg_sim_devices_register(&third->devices, FG_RESOURCE_GPU_SHARE, &none, NULL, listed, 2);
     r = fg_sim_devices_find(&third->devices, FG_RESOURCE_GPU_SHARE);
@@ -375,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_reserve_and_free),
         cmocka_unit_test(test_init_containers_reuse),
         cmocka_unit_test(test_allocate),
+        cmocka_unit_test(test_plugin_that_chooses),
         cmocka_unit_test(test_status_rebuilds),
         cmocka_unit_test(test_pod_resources),
         cmocka_unit_test(test_visible),
