@@ -14,7 +14,9 @@
  *     the pod without a GPU request included;
  *   - a pod that completes gives its GPUs back; a deleted pod's process goes from the state and
  *     the proc tree; a kubelets process killed and started again keeps every pod's GPU and gives a
- *     new pod only the one that is free.
+ *     new pod only the one that is free;
+ *   - a capacity pod running the real `fracgpu capacity-holder` learns from NVML the one GPU it
+ *     was granted (FG_FAKE_NVML_VISIBLE: the fake shows it only that GPU) and annotates its pod.
  * Bounded: the cluster is ready within 30 s and every wait is at most 15 s.
  */
 #include <setjmp.h>
@@ -436,6 +438,11 @@ static void test_node_agent(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static bool path_gone(void *ud)
+{
+    return access(ud, F_OK) != 0;
+}
+
 /* The pid of the running kubelets component, from the supervisor's log. */
 static pid_t kubelets_pid(void)
 {
@@ -475,7 +482,7 @@ static void test_free_and_restart(void **state)
     wait_gpu(e.a, e.gpu[1], 0, 0, 0);
     char path[512];
     snprintf(path, sizeof path, "%s/nodes/%s/proc/%lld", e.sim.work, e.a, (long long)pid);
-    assert_int_equal(access(path, F_OK), -1);
+    assert_true(fg_harness_wait(path_gone, path, WAIT_MS));   /* just after the state stopped listing it */
 
     /* the kubelets start again: every pod keeps its GPU, a new pod gets the free one */
     pid_t old = kubelets_pid();
@@ -499,6 +506,52 @@ static void test_free_and_restart(void **state)
     check_proc_tree(e.a);
 }
 
+struct annotation_wait {
+    const char *pod, *name;
+};
+
+static bool annotated(void *ud)
+{
+    const struct annotation_wait *w = ud;
+    json_object *pod = get_pod(w->pod);
+    bool ok = fg_json_get_str(pod, "metadata", "annotations", w->name, NULL) != NULL;
+    json_object_put(pod);
+    return ok;
+}
+
+static void test_capacity_holder(void **state)
+{
+    (void)state;
+    delete_pod("after-job");   /* room on b */
+    assert_true(fg_harness_wait(gone, "after-job", WAIT_MS));
+    static const char spec[] =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"capacity\",\"namespace\":\"default\"},"
+        "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"holder\",\"image\":\"ghcr.io/fracgpu/fracgpu:0.1.0\","
+        "\"args\":[\"capacity-holder\"],\"env\":["
+        "{\"name\":\"POD_NAME\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},"
+        "{\"name\":\"POD_NAMESPACE\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.namespace\"}}}],"
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}]}}";
+    char text[2048];
+    snprintf(text, sizeof text, spec, e.b);
+    json_object *pod = NULL;
+    assert_int_equal(fg_json_parse(text, strlen(text), 0, &pod, NULL), FG_OK);
+    assert_int_equal(fg_kube_create(e.sim.client, "/api/v1/namespaces/default/pods", pod, NULL, NULL), FG_OK);
+    json_object_put(pod);
+    struct annotation_wait w = { "capacity", "fracgpu.io/gpu-uuid" };
+    if (!fg_harness_wait(annotated, &w, WAIT_MS)) {
+        pod = get_pod("capacity");
+        fail_msg("the holder never said its GPU: %s", json_object_to_json_string(pod));
+    }
+    char granted[FG_SIM_GPU_UUID_LEN + 1];
+    gpu_of("capacity", granted);
+    assert_true(gpu_index(e.b, granted) >= 0);
+    pod = get_pod("capacity");
+    assert_string_equal(fg_json_get_str(pod, "metadata", "annotations", "fracgpu.io/gpu-uuid", NULL), granted);
+    assert_string_equal(fg_json_get_str(pod, "metadata", "annotations", "fracgpu.io/gpu-memory-mib", NULL),
+                        "80908");   /* 80 GiB less the driver's 512 MiB and a context's 500 MiB */
+    json_object_put(pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_trace_replay),
         cmocka_unit_test(test_node_agent),
         cmocka_unit_test(test_free_and_restart),
+        cmocka_unit_test(test_capacity_holder),
     };
     return cmocka_run_group_tests(tests, start, stop);
 }
