@@ -394,21 +394,26 @@ static enum fg_err apply(struct fg_sim_config *cfg, json_object *doc, char *errm
     return FG_OK;
 }
 
-/* A deep copy of cfg (its groups' JSON taken by reference). */
+/* A copy of cfg: its groups' labels its own (the command line changes them in place), their
+ * taints taken by reference (only ever replaced whole). */
 static void copy_config(struct fg_sim_config *dst, const struct fg_sim_config *src)
 {
     *dst = *src;
     for (size_t i = 0; i < src->ngroups; i++) {
-        json_object_get(dst->groups[i].labels);
+        dst->groups[i].labels = NULL;
+        if (json_object_deep_copy(src->groups[i].labels, &dst->groups[i].labels, NULL) != 0)
+            dst->groups[i].labels = json_object_new_object();
         json_object_get(dst->groups[i].taints);
     }
 }
 
-enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
+/* Makes change on a copy of cfg, which replaces cfg only when it succeeds. */
+static enum fg_err on_copy(struct fg_sim_config *cfg, enum fg_err (*change)(struct fg_sim_config *, const void *, char *),
+                           const void *arg, char *errmsg)
 {
     struct fg_sim_config work;
     copy_config(&work, cfg);
-    enum fg_err err = apply(&work, doc, errmsg);
+    enum fg_err err = change(&work, arg, errmsg);
     if (err) {
         fg_sim_config_cleanup(&work);
         return err;
@@ -416,6 +421,16 @@ enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, cha
     fg_sim_config_cleanup(cfg);
     *cfg = work;
     return FG_OK;
+}
+
+static enum fg_err apply_doc(struct fg_sim_config *cfg, const void *doc, char *errmsg)
+{
+    return apply(cfg, (json_object *)doc, errmsg);
+}
+
+enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
+{
+    return on_copy(cfg, apply_doc, doc, errmsg);
 }
 
 enum fg_err fg_sim_config_load(struct fg_sim_config *cfg, const char *path, char *errmsg)
@@ -572,23 +587,14 @@ static enum fg_err override(struct fg_sim_config *cfg, const struct fg_sim_flags
     return FG_OK;
 }
 
+static enum fg_err override_flags(struct fg_sim_config *cfg, const void *flags, char *errmsg)
+{
+    return override(cfg, flags, errmsg);
+}
+
 enum fg_err fg_sim_config_override(struct fg_sim_config *cfg, const struct fg_sim_flags *f, char *errmsg)
 {
-    struct fg_sim_config work;
-    copy_config(&work, cfg);
-    json_object *labels = NULL;   /* the first group's labels may change: the copy gets its own */
-    if (json_object_deep_copy(cfg->groups[0].labels, &labels, NULL) == 0) {
-        json_object_put(work.groups[0].labels);
-        work.groups[0].labels = labels;
-    }
-    enum fg_err err = override(&work, f, errmsg);
-    if (err) {
-        fg_sim_config_cleanup(&work);
-        return err;
-    }
-    fg_sim_config_cleanup(cfg);
-    *cfg = work;
-    return FG_OK;
+    return on_copy(cfg, override_flags, f, errmsg);
 }
 
 const struct fg_sim_group *fg_sim_config_group(const struct fg_sim_config *cfg, const char *name)

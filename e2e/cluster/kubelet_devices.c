@@ -40,16 +40,23 @@ static struct fg_sim_device *device_find(struct fg_sim_device_resource *r, const
     return NULL;
 }
 
+/* The resource called name, added (no plugin, no devices) when d has none. */
+static struct fg_sim_device_resource *resource_get(struct fg_sim_devices *d, const char *name)
+{
+    struct fg_sim_device_resource *r = fg_sim_devices_find(d, name);
+    if (r)
+        return r;
+    d->res = fg_realloc(d->res, (d->n + 1) * sizeof *d->res);
+    r = &d->res[d->n++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", name);
+    return r;
+}
+
 void fg_sim_devices_register(struct fg_sim_devices *d, const char *resource, const struct fg_sim_device_plugin *plugin,
                              void *ud, const char *const *ids, size_t nids)
 {
-    struct fg_sim_device_resource *r = fg_sim_devices_find(d, resource);
-    if (!r) {
-        d->res = fg_realloc(d->res, (d->n + 1) * sizeof *d->res);
-        r = &d->res[d->n++];
-        memset(r, 0, sizeof *r);
-        snprintf(r->name, sizeof r->name, "%s", resource);
-    }
+    struct fg_sim_device_resource *r = resource_get(d, resource);
     struct fg_sim_device *v = fg_calloc(nids ? nids : 1, sizeof *v);
     for (size_t i = 0; i < nids; i++) {
         const struct fg_sim_device *old = device_find(r, ids[i]);
@@ -328,11 +335,7 @@ bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
  * unhealthy until one does, so it is not given to another pod meanwhile. */
 static void hold(struct fg_sim_devices *d, const char *resource, const char *id, const char *uid)
 {
-    struct fg_sim_device_resource *r = fg_sim_devices_find(d, resource);
-    if (!r) {
-        fg_sim_devices_register(d, resource, NULL, NULL, NULL, 0);
-        r = fg_sim_devices_find(d, resource);
-    }
+    struct fg_sim_device_resource *r = resource_get(d, resource);
     struct fg_sim_device *dev = device_find(r, id);
     if (!dev) {
         r->v = fg_realloc(r->v, (r->n + 1) * sizeof *r->v);
