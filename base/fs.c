@@ -1,8 +1,10 @@
 /*
- * fs — `mkdir -p` and `rm -rf` without a shell (fs.h).
+ * fs — `mkdir -p`, `rm -rf` without a shell, and whole-file replacement (fs.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,4 +72,42 @@ int fg_remove_tree(const char *path)
         return -1;
     }
     return 0;
+}
+
+int fg_write_file_atomic(const char *path, const void *data, size_t len)
+{
+    static atomic_uint serial;
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%d-%u", path, (int)getpid(), atomic_fetch_add(&serial, 1)) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            goto out_unlink;
+        p += n;
+        left -= (size_t)n;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        goto out_unlink;
+    }
+    fd = -1;
+    if (rename(tmp, path) == 0)
+        return 0;
+out_unlink:;
+    int saved = errno ? errno : EIO;
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    errno = saved;
+    return -1;
 }

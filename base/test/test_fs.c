@@ -1,5 +1,6 @@
 /* Tests of fs: mkdir -p of a deep path and over a file; rm -rf of a tree holding files, links and
- * a name a shell would split, leaving what a link points to alone. */
+ * a name a shell would split, leaving what a link points to alone; a file replaced whole, with no
+ * temporary file left, and a failed replacement leaving the old file. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,11 +64,49 @@ static void test_remove_tree(void **state)
     assert_int_equal(fg_remove_tree(outside), 0);
 }
 
+static void read_back(const char *path, char *out, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static void test_write_atomic(void **state)
+{
+    (void)state;
+    char root[] = "/tmp/fg-fs-XXXXXX", path[256], text[64];
+    assert_non_null(mkdtemp(root));
+    snprintf(path, sizeof path, "%s/state.json", root);
+    assert_int_equal(fg_write_file_atomic(path, "{\"a\":1}", 7), 0);
+    read_back(path, text, sizeof text);
+    assert_string_equal(text, "{\"a\":1}");
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    assert_int_equal(fg_write_file_atomic(path, "{}", 2), 0);
+    assert_int_equal(stat(path, &after), 0);
+    assert_true(before.st_ino != after.st_ino);   /* a new file renamed in: an open reader keeps the old one */
+    read_back(path, text, sizeof text);
+    assert_string_equal(text, "{}");
+    snprintf(path, sizeof path, "%s/missing/state.json", root);
+    errno = 0;
+    assert_int_equal(fg_write_file_atomic(path, "x", 1), -1);
+    assert_int_equal(errno, ENOENT);
+    snprintf(path, sizeof path, "%s", root);   /* a directory cannot be replaced by a file */
+    assert_int_equal(fg_write_file_atomic(path, "x", 1), -1);
+    assert_int_equal(rmdir(root), -1);   /* still holds state.json, and only that: */
+    snprintf(path, sizeof path, "%s/state.json", root);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(root), 0);    /* no temporary file was left behind */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_remove_tree),
+        cmocka_unit_test(test_write_atomic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

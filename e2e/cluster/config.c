@@ -2,6 +2,7 @@
 #include "e2e/cluster/config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -10,6 +11,10 @@
 #include "base/json.h"
 #include "base/yaml.h"
 #include "operator/kube/quantity.h"
+
+#define DEFAULT_GPU_MODEL "NVIDIA A100-SXM4-80GB"
+#define DEFAULT_GPU_MEMORY_MIB 81920
+#define GPU_PRESENT_LABEL "nvidia.com/gpu.present"
 
 static void set_group_defaults(struct fg_sim_group *g, const char *name)
 {
@@ -36,9 +41,10 @@ void fg_sim_config_default(struct fg_sim_config *cfg)
     if (fg_resources_from_json(cap, &g->capacity, msg) != FG_OK)
         g->capacity.n = 0;
     json_object_put(cap);
-    json_object_object_add(g->labels, "nvidia.com/gpu.present", json_object_new_string("true"));
-    snprintf(g->gpu_model, sizeof g->gpu_model, "NVIDIA A100-SXM4-80GB");
-    g->gpu_memory_mib = 81920;
+    json_object_object_add(g->labels, GPU_PRESENT_LABEL, json_object_new_string("true"));
+    g->gpus = 4;
+    snprintf(g->gpu_model, sizeof g->gpu_model, DEFAULT_GPU_MODEL);
+    g->gpu_memory_mib = DEFAULT_GPU_MEMORY_MIB;
     cfg->controllers = cfg->scheduler = cfg->kubelets = cfg->autoscaler = true;
     cfg->autoscale.scan_ns = 1 * FG_NS_PER_S;
     cfg->autoscale.scale_up_delay_ns = 2 * FG_NS_PER_S;
@@ -50,6 +56,9 @@ void fg_sim_config_default(struct fg_sim_config *cfg)
     cfg->kubelet.pod_start_ns = 0;
     cfg->kubelet.job_run_ns = 5 * FG_NS_PER_S;
     cfg->kubelet.crash_backoff_ns = 10 * FG_NS_PER_S;
+    cfg->kubelet.gpu_state = FG_SIM_GPU_STATE_FILES;
+    cfg->usage.interval_ns = 1 * FG_NS_PER_S;
+    cfg->usage.time_scale = 60;
     snprintf(cfg->fracgpu_images[cfg->nimages++], sizeof cfg->fracgpu_images[0], "ghcr.io/fracgpu/fracgpu");
 }
 
@@ -210,6 +219,11 @@ static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, 
     if (fg_resources_get(&g->capacity, "cpu") <= 0 || fg_resources_get(&g->capacity, "memory") <= 0 ||
         fg_resources_get(&g->capacity, "pods") <= 0)
         return fg_errmsg(errmsg, FG_E_PARSE, "%s.capacity: cpu, memory and pods must be positive", path);
+    int64_t gpus = fg_resources_get(&g->capacity, "nvidia.com/gpu");
+    if (gpus < 0 || gpus % 1000 || gpus / 1000 > FG_SIM_MAX_GPUS)
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s.capacity.nvidia.com/gpu: a whole number of GPUs from 0 to %d is "
+                         "expected", path, FG_SIM_MAX_GPUS);
+    g->gpus = (unsigned)(gpus / 1000);
     json_object *gpu = fg_json_get(o, "gpu", NULL);
     if (gpu) {
         char at[80];
@@ -222,6 +236,54 @@ static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, 
             (fg_quantity_json(fg_json_get(gpu, "memory", NULL), &mem, why) != FG_OK || mem <= 0))
             return fg_errmsg(errmsg, FG_E_PARSE, "%s.memory: a positive quantity such as 80Gi is expected", at);
         g->gpu_memory_mib = mem / 1000 / (1024 * 1024);
+    }
+    if (g->gpus && !g->gpu_model[0])
+        snprintf(g->gpu_model, sizeof g->gpu_model, DEFAULT_GPU_MODEL);
+    if (g->gpus && g->gpu_memory_mib <= 0)
+        g->gpu_memory_mib = DEFAULT_GPU_MEMORY_MIB;
+    return FG_OK;
+}
+
+static const char *const gpu_states[] = { [FG_SIM_GPU_STATE_FILES] = "files", [FG_SIM_GPU_STATE_MEMORY] = "memory" };
+
+static bool parse_gpu_state(const char *s, enum fg_sim_gpu_state *out)
+{
+    for (size_t i = 0; s && i < sizeof gpu_states / sizeof gpu_states[0]; i++) {
+        if (!strcmp(s, gpu_states[i])) {
+            *out = (enum fg_sim_gpu_state)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static enum fg_err read_gpu_state(json_object *kubelet, struct fg_sim_config *cfg, char *errmsg)
+{
+    json_object *v = fg_json_get(kubelet, "gpuState", NULL);
+    if (v && (!json_object_is_type(v, json_type_string) ||
+              !parse_gpu_state(json_object_get_string(v), &cfg->kubelet.gpu_state)))
+        return fg_errmsg(errmsg, FG_E_PARSE, "kubelet.gpuState: files or memory is expected");
+    return FG_OK;
+}
+
+static enum fg_err read_usage(json_object *o, struct fg_sim_config *cfg, char *errmsg)
+{
+    static const char *const fields[] = { "interval", "timeScale", "traceDir", NULL };
+    enum fg_err err;
+    if ((err = known_fields(o, "usage", fields, errmsg)) ||
+        (err = read_duration(o, "interval", "usage", &cfg->usage.interval_ns, errmsg)) ||
+        (err = read_string(o, "traceDir", "usage", cfg->usage.trace_dir, sizeof cfg->usage.trace_dir, errmsg)))
+        return err;
+    if (cfg->usage.interval_ns == 0)
+        return fg_errmsg(errmsg, FG_E_PARSE, "usage.interval: must be positive");
+    json_object *v = fg_json_get(o, "timeScale", NULL);
+    if (v) {
+        double scale = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)
+                           ? json_object_get_double(v) : -1;
+        if (!(scale > 0 && scale <= 1e6))
+            return fg_errmsg(errmsg, FG_E_PARSE, "usage.timeScale: a number above 0 and at most 1000000 is expected "
+                             "(trace seconds per second)");
+        cfg->usage.time_scale = scale;
     }
     return FG_OK;
 }
@@ -271,11 +333,11 @@ static enum fg_err read_images(struct fg_sim_config *cfg, json_object *v, char *
 /* Reads every section into cfg; on failure cfg may be half-changed (the caller works on a copy). */
 static enum fg_err apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
 {
-    static const char *const top[] = { "nodeGroups", "controllers", "scheduler", "kubelet", "autoscaler",
+    static const char *const top[] = { "nodeGroups", "controllers", "scheduler", "kubelet", "autoscaler", "usage",
                                        "fracgpuImages", "fracgpuBinary", "clientQPS", NULL };
     static const char *const on_off[] = { "enabled", NULL };
     static const char *const kubelet[] = { "enabled", "leaseInterval", "statusInterval", "podStartDelay",
-                                           "jobDuration", "crashLoopBackoff", NULL };
+                                           "jobDuration", "crashLoopBackoff", "gpuState", NULL };
     static const char *const autoscaler[] = { "enabled", "scanInterval", "scaleUpDelay", "provisionDelay",
                                               "scaleDownUnneeded", "scaleDownDelayAfterAdd", NULL };
     enum fg_err err = known_fields(doc, "config", top, errmsg);
@@ -297,7 +359,10 @@ static enum fg_err apply(struct fg_sim_config *cfg, json_object *doc, char *errm
          (err = read_duration(v, "statusInterval", "kubelet", &cfg->kubelet.status_ns, errmsg)) ||
          (err = read_duration(v, "podStartDelay", "kubelet", &cfg->kubelet.pod_start_ns, errmsg)) ||
          (err = read_duration(v, "jobDuration", "kubelet", &cfg->kubelet.job_run_ns, errmsg)) ||
-         (err = read_duration(v, "crashLoopBackoff", "kubelet", &cfg->kubelet.crash_backoff_ns, errmsg))))
+         (err = read_duration(v, "crashLoopBackoff", "kubelet", &cfg->kubelet.crash_backoff_ns, errmsg)) ||
+         (err = read_gpu_state(v, cfg, errmsg))))
+        return err;
+    if ((v = fg_json_get(doc, "usage", NULL)) && (err = read_usage(v, cfg, errmsg)))
         return err;
     if ((v = fg_json_get(doc, "autoscaler", NULL)) &&
         ((err = known_fields(v, "autoscaler", autoscaler, errmsg)) ||
@@ -329,21 +394,26 @@ static enum fg_err apply(struct fg_sim_config *cfg, json_object *doc, char *errm
     return FG_OK;
 }
 
-/* A deep copy of cfg (its groups' JSON taken by reference). */
+/* A copy of cfg: its groups' labels its own (the command line changes them in place), their
+ * taints taken by reference (only ever replaced whole). */
 static void copy_config(struct fg_sim_config *dst, const struct fg_sim_config *src)
 {
     *dst = *src;
     for (size_t i = 0; i < src->ngroups; i++) {
-        json_object_get(dst->groups[i].labels);
+        dst->groups[i].labels = NULL;
+        if (json_object_deep_copy(src->groups[i].labels, &dst->groups[i].labels, NULL) != 0)
+            dst->groups[i].labels = json_object_new_object();
         json_object_get(dst->groups[i].taints);
     }
 }
 
-enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
+/* Makes change on a copy of cfg, which replaces cfg only when it succeeds. */
+static enum fg_err on_copy(struct fg_sim_config *cfg, enum fg_err (*change)(struct fg_sim_config *, const void *, char *),
+                           const void *arg, char *errmsg)
 {
     struct fg_sim_config work;
     copy_config(&work, cfg);
-    enum fg_err err = apply(&work, doc, errmsg);
+    enum fg_err err = change(&work, arg, errmsg);
     if (err) {
         fg_sim_config_cleanup(&work);
         return err;
@@ -351,6 +421,16 @@ enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, cha
     fg_sim_config_cleanup(cfg);
     *cfg = work;
     return FG_OK;
+}
+
+static enum fg_err apply_doc(struct fg_sim_config *cfg, const void *doc, char *errmsg)
+{
+    return apply(cfg, (json_object *)doc, errmsg);
+}
+
+enum fg_err fg_sim_config_apply(struct fg_sim_config *cfg, json_object *doc, char *errmsg)
+{
+    return on_copy(cfg, apply_doc, doc, errmsg);
 }
 
 enum fg_err fg_sim_config_load(struct fg_sim_config *cfg, const char *path, char *errmsg)
@@ -417,7 +497,14 @@ json_object *fg_sim_config_to_json(const struct fg_sim_config *cfg)
     put_duration(k, "podStartDelay", cfg->kubelet.pod_start_ns);
     put_duration(k, "jobDuration", cfg->kubelet.job_run_ns);
     put_duration(k, "crashLoopBackoff", cfg->kubelet.crash_backoff_ns);
+    json_object_object_add(k, "gpuState", json_object_new_string(gpu_states[cfg->kubelet.gpu_state]));
     json_object_object_add(doc, "kubelet", k);
+    json_object *u = json_object_new_object();
+    put_duration(u, "interval", cfg->usage.interval_ns);
+    json_object_object_add(u, "timeScale", json_object_new_double(cfg->usage.time_scale));
+    if (cfg->usage.trace_dir[0])
+        json_object_object_add(u, "traceDir", json_object_new_string(cfg->usage.trace_dir));
+    json_object_object_add(doc, "usage", u);
     json_object *a = on_off(cfg->autoscaler);
     put_duration(a, "scanInterval", cfg->autoscale.scan_ns);
     put_duration(a, "scaleUpDelay", cfg->autoscale.scale_up_delay_ns);
@@ -433,6 +520,81 @@ json_object *fg_sim_config_to_json(const struct fg_sim_config *cfg)
         json_object_object_add(doc, "fracgpuBinary", json_object_new_string(cfg->fracgpu_binary));
     json_object_object_add(doc, "clientQPS", json_object_new_double(cfg->qps));
     return doc;
+}
+
+/* ---- the command line ---- */
+
+/* A whole number in [min, max] from s; false for anything else. */
+static bool parse_count(const char *s, long min, long max, long *out)
+{
+    char *end;
+    long v = *s ? strtol(s, &end, 10) : 0;
+    if (!*s || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Gives every node of g n GPUs: the nvidia.com/gpu capacity and the label GPU feature discovery sets. */
+static enum fg_err set_gpus(struct fg_sim_group *g, unsigned n)
+{
+    g->gpus = n;
+    json_object_object_del(g->labels, GPU_PRESENT_LABEL);
+    if (n)
+        json_object_object_add(g->labels, GPU_PRESENT_LABEL, json_object_new_string("true"));
+    if (n && !g->gpu_model[0])
+        snprintf(g->gpu_model, sizeof g->gpu_model, DEFAULT_GPU_MODEL);
+    if (n && g->gpu_memory_mib <= 0)
+        g->gpu_memory_mib = DEFAULT_GPU_MEMORY_MIB;
+    return fg_resources_set(&g->capacity, "nvidia.com/gpu", (int64_t)n * 1000);
+}
+
+static enum fg_err override(struct fg_sim_config *cfg, const struct fg_sim_flags *f, char *errmsg)
+{
+    struct fg_sim_group *g = &cfg->groups[0];
+    long n;
+    if (f->nodes) {
+        if (!parse_count(f->nodes, 0, 100000, &n))
+            return fg_errmsg(errmsg, FG_E_PARSE, "--nodes wants 0 to 100000, got \"%s\"", f->nodes);
+        g->initial_size = (unsigned)n;
+        g->min_size = g->min_size < (unsigned)n ? g->min_size : (unsigned)n;
+        g->max_size = g->max_size > (unsigned)n ? g->max_size : (unsigned)n;
+    }
+    if (f->gpu_model) {
+        if (!*f->gpu_model || strlen(f->gpu_model) >= sizeof g->gpu_model)
+            return fg_errmsg(errmsg, FG_E_PARSE, "--gpu-model wants a name of 1 to %zu characters, got \"%s\"",
+                             sizeof g->gpu_model - 1, f->gpu_model);
+        snprintf(g->gpu_model, sizeof g->gpu_model, "%s", f->gpu_model);
+    }
+    if (f->gpu_memory_gib) {
+        if (!parse_count(f->gpu_memory_gib, 1, 4096, &n))
+            return fg_errmsg(errmsg, FG_E_PARSE, "--gpu-memory-gib wants a whole number of GiB from 1 to 4096, got \"%s\"",
+                             f->gpu_memory_gib);
+        g->gpu_memory_mib = n * 1024;
+    }
+    if (f->gpus_per_node) {
+        if (!parse_count(f->gpus_per_node, 0, FG_SIM_MAX_GPUS, &n))
+            return fg_errmsg(errmsg, FG_E_PARSE, "--gpus-per-node wants 0 to %d, got \"%s\"", FG_SIM_MAX_GPUS,
+                             f->gpus_per_node);
+        if (set_gpus(g, (unsigned)n) != FG_OK)
+            return fg_errmsg(errmsg, FG_E_PARSE, "--gpus-per-node: the group %s has too many resources", g->name);
+    }
+    if ((f->gpu_model || f->gpu_memory_gib) && !g->gpus)
+        return fg_errmsg(errmsg, FG_E_PARSE, "--gpu-model and --gpu-memory-gib describe the GPUs of the node group "
+                         "\"%s\", which has none (give it some with --gpus-per-node)", g->name);
+    if (f->gpu_state && !parse_gpu_state(f->gpu_state, &cfg->kubelet.gpu_state))
+        return fg_errmsg(errmsg, FG_E_PARSE, "--gpu-state wants files or memory, got \"%s\"", f->gpu_state);
+    return FG_OK;
+}
+
+static enum fg_err override_flags(struct fg_sim_config *cfg, const void *flags, char *errmsg)
+{
+    return override(cfg, flags, errmsg);
+}
+
+enum fg_err fg_sim_config_override(struct fg_sim_config *cfg, const struct fg_sim_flags *f, char *errmsg)
+{
+    return on_copy(cfg, override_flags, f, errmsg);
 }
 
 const struct fg_sim_group *fg_sim_config_group(const struct fg_sim_config *cfg, const char *name)

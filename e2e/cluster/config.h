@@ -6,8 +6,10 @@
  *
  * People write it in YAML (`fracgpu-sim-cluster --config FILE`; every field has a default, and no
  * file at all is one CPU-and-GPU node group). The supervisor reads it once, applies its command-line
- * overrides (--nodes), and hands each component the result as JSON, so every process sees the same
- * cluster. Durations use fracgpu's duration syntax (base/duration.h), resources Kubernetes
+ * overrides (--nodes, --gpus-per-node, --gpu-model, --gpu-memory-gib, --gpu-state: fg_sim_config_override,
+ * so that a bad flag is refused as a bad field is), and hands each component the result as JSON, so
+ * every process sees the same cluster. A GPU node group has at most FG_SIM_MAX_GPUS whole GPUs
+ * (nvidia.com/gpu), of one model and memory (an A100 80GB unless it says). Durations use fracgpu's duration syntax (base/duration.h), resources Kubernetes
  * quantities. Unknown fields are refused, naming the field, so a typo never silently becomes a
  * default.
  *
@@ -28,6 +30,14 @@
 
 #define FG_SIM_MAX_GROUPS 16
 #define FG_SIM_MAX_IMAGES 8
+#define FG_SIM_MAX_GPUS 16     /* GPUs per node: as many as the largest real nodes, and the fake NVML, hold */
+#define FG_SIM_GPU_MODEL_MAX 96   /* NVML's name buffer, its terminator included */
+
+/* Where the kubelets keep what the GPUs of their nodes do. */
+enum fg_sim_gpu_state {
+    FG_SIM_GPU_STATE_FILES,    /* each GPU node's fake NVML state, proc tree and NVML library in its directory */
+    FG_SIM_GPU_STATE_MEMORY,   /* in the kubelets' memory only: nothing per node on disk, for thousands of nodes */
+};
 
 struct fg_sim_group {
     char name[64];
@@ -35,7 +45,8 @@ struct fg_sim_group {
     struct fg_resources capacity;   /* cpu, memory, pods, ephemeral-storage, nvidia.com/gpu, ... */
     json_object *labels;            /* owned; the group and instance-type labels included */
     json_object *taints;            /* owned array */
-    char gpu_model[96];             /* what NVML reports on these nodes ("" without GPUs) */
+    unsigned gpus;                  /* whole GPUs per node: its nvidia.com/gpu capacity */
+    char gpu_model[FG_SIM_GPU_MODEL_MAX];   /* what NVML reports on these nodes ("" without GPUs) */
     int64_t gpu_memory_mib;
 };
 
@@ -56,7 +67,13 @@ struct fg_sim_config {
         uint64_t pod_start_ns;          /* a simulated container starts this long after admission */
         uint64_t job_run_ns;            /* a simulated container of a run-to-completion pod runs this long */
         uint64_t crash_backoff_ns;      /* first restart delay of a crashed container, doubling to 5 min */
+        enum fg_sim_gpu_state gpu_state;
     } kubelet;
+    struct {                            /* the usage driver: what pods do with their GPUs */
+        uint64_t interval_ns;           /* how often their use is sampled from their profiles */
+        double time_scale;              /* trace seconds replayed per second */
+        char trace_dir[PATH_MAX];       /* the GenTD26 files ("": the build's data/, beside the binary) */
+    } usage;
     char fracgpu_images[FG_SIM_MAX_IMAGES][160];    /* image repositories run as real processes */
     size_t nimages;
     char fracgpu_binary[PATH_MAX];      /* the binary those processes run */
@@ -74,6 +91,16 @@ enum fg_err fg_sim_config_load(struct fg_sim_config *cfg, const char *path, char
 /* The configuration as a document fg_sim_config_apply reads back to the same configuration. */
 json_object *fg_sim_config_to_json(const struct fg_sim_config *cfg);
 void fg_sim_config_cleanup(struct fg_sim_config *cfg);
+
+/* What the command line says (each NULL when not given): --nodes, the first group's initial size
+ * (its bounds widened to hold it); --gpus-per-node, --gpu-model and --gpu-memory-gib, the first
+ * group's GPUs; --gpu-state, files or memory. */
+struct fg_sim_flags {
+    const char *nodes, *gpus_per_node, *gpu_model, *gpu_memory_gib, *gpu_state;
+};
+/* Applies the flags to cfg. FG_E_PARSE naming the flag, its bounds and the value given for a bad
+ * one; cfg is unchanged then. */
+enum fg_err fg_sim_config_override(struct fg_sim_config *cfg, const struct fg_sim_flags *f, char *errmsg) FG_MUST_USE;
 
 /* The group called name, or NULL. */
 const struct fg_sim_group *fg_sim_config_group(const struct fg_sim_config *cfg, const char *name);

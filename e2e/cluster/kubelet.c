@@ -1,7 +1,8 @@
 /*
  * kubelet — the kubelets component: its informers (the simulated cloud's instances, every pod bound
  * to a node), the pod controller (kubelet_pods.c) and the ticker thread that boots and heartbeats
- * nodes (kubelet_nodes.c) and reaps pod processes every TICK. See kubelet.h.
+ * nodes (kubelet_nodes.c), reaps pod processes and writes the GPU nodes' files (kubelet_gpus.c)
+ * every TICK. See kubelet.h.
  *
  * Stopping the component stops the ticker and the pod workers but leaves the pods' processes
  * running, as containers outlive a kubelet restart; the next run adopts them through their pid
@@ -45,20 +46,22 @@ static void tick(void *ud)
     struct fg_sim_kubelets *k = ud;
     fg_sim_nodes_tick(k);
     fg_sim_pods_tick(k);
+    fg_sim_gpus_tick(k);
 }
 
 static void kubelets_free(void *ud)
 {
     struct fg_sim_kubelets *k = ud;
-    for (size_t i = 0; i < k->npods; i++)
+    for (size_t i = 0; i < k->npods; i++) {
+        fg_sim_grants_free(k->pods_v[i]);
         free(k->pods_v[i]);
+    }
     free(k->pods_v);
     lh_table_free(k->pod_index);
-    for (size_t i = 0; i < k->nnodes; i++) {
-        close(k->nodes[i]->claim_fd);
-        free(k->nodes[i]);
-    }
+    for (size_t i = 0; i < k->nnodes; i++)
+        fg_sim_node_free(k->nodes[i]);
     free(k->nodes);
+    fg_sim_trace_source_cleanup(&k->traces);
     pthread_mutex_destroy(&k->mu);
     free(k);
 }
@@ -88,6 +91,12 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
     k->client = fg_manager_client(m);
     pthread_mutex_init(&k->mu, NULL);
     k->pod_index = lh_kchar_table_new(1024, NULL);
+    char traces[PATH_MAX];
+    if (cfg->usage.trace_dir[0])
+        snprintf(traces, sizeof traces, "%s", cfg->usage.trace_dir);
+    else
+        fg_sim_self_path(traces, sizeof traces, "../data/alibaba-genai-2026-gpu-util");
+    fg_sim_trace_source_init(&k->traces, traces);
     fg_manager_on_free(m, kubelets_free, k);
     char real[PATH_MAX];
     if (!realpath(dir, real) || strlen(real) >= sizeof k->dir)

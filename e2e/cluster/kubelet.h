@@ -8,6 +8,12 @@
  * kubelet_pods.c   runs the pods bound to its nodes, one reconcile per pod: taken on, moved forward,
  *                  stopped within the grace period and deleted for good, its status written;
  * kubelet_admit.c  admission (OutOfcpu, OutOfmemory, OutOfpods, node affinity) and adoption;
+ * kubelet_devices.c  the device manager: devices of extended resources given to containers, and
+ *                  the device plugins that answer for them (kubelet_devices.h);
+ * kubelet_nvidia.c the NVIDIA device plugin and container runtime of a GPU node: its GPUs'
+ *                  UUIDs, nvidia.com/gpu, NVIDIA_VISIBLE_DEVICES, the NVML library;
+ * kubelet_gpus.c   what the pods do on the GPUs: each container's GPUs and usage profile, and per
+ *                  node the fake NVML state and proc tree (files) or a snapshot on demand (memory);
  * kubelet_containers.c  containers started, run, restarted with CrashLoopBackOff, completed, probed;
  * kubelet_proc.c   containers of fracgpu's own image as real processes of the built binary, with
  *                  their environment (kubelet_env.c) and volumes (kubelet_volumes.c);
@@ -15,7 +21,9 @@
  * kubelet.c        the setup and the ticker that reaps processes and wakes pods whose timers fall due.
  *
  * Each node has a directory (<dir>/nodes/<node>/) standing for its host: its `proc`, kubelet
- * directories and NVIDIA libraries, which hostPath volumes map to, and pods/<namespace>_<name>_<uid>/
+ * directories and NVIDIA libraries, which hostPath volumes map to, and on a GPU node `nvml/state.json`
+ * (the fake NVML's state: its GPUs and their processes) — unless kubelet.gpuState is memory, where
+ * nothing of the GPUs is written and a node's GPU use is a snapshot taken on demand; and pods/<namespace>_<name>_<uid>/
  * holding each pod's volumes, logs, kubeconfig and pid files. Each node owns a loopback network
  * 127.X.Y.0/24 (its own IP ends in .1), claimed machine-wide so that clusters running side by side
  * never share one; its pods get the other addresses, and a preloaded library
@@ -40,6 +48,11 @@
 
 #include "e2e/cluster/cloud.h"
 #include "e2e/cluster/config.h"
+#include "e2e/cluster/gpuusage.h"
+#include "e2e/cluster/kubelet_devices.h"
+#include "e2e/cluster/nvmlstate.h"
+#include "e2e/cluster/runtime.h"
+#include "e2e/cluster/simids.h"
 #include "operator/cache/informer.h"
 #include "operator/kube/client.h"
 #include "operator/kube/resources.h"
@@ -52,6 +65,10 @@
 #define FG_SIM_INDEX_NODE "node"
 #define FG_SIM_ANN_RUN_SECONDS "sim.fracgpu.io/run-seconds"
 #define FG_SIM_ANN_EXIT_CODE "sim.fracgpu.io/exit-code"
+#define FG_SIM_ANN_GPU_UUID "sim.fracgpu.io/gpu-uuid"       /* a pod with no GPU request uses this GPU */
+#define FG_ANN_GPU_UUID "fracgpu.io/gpu-uuid"               /* the GPU fracgpu's scheduler bound a pod to */
+#define FG_RESOURCE_GPU "nvidia.com/gpu"
+#define FG_RESOURCE_GPU_SHARE "fracgpu.io/gpu-share"
 
 struct fg_sim_node {
     char name[FG_SIM_NODE_NAME_MAX];
@@ -67,6 +84,15 @@ struct fg_sim_node {
     uint64_t next_lease_ns, next_status_ns;
     bool ip_used[256];            /* pod addresses handed out */
     struct fg_resources used;     /* what the pods admitted here request */
+    bool adopted;                 /* the pods a previous run of the kubelets ran here are taken back */
+    enum fg_sim_runtime runtime;
+    struct fg_sim_devices devices;
+    unsigned ngpus;
+    char gpu_uuid[FG_SIM_MAX_GPUS][FG_SIM_GPU_UUID_LEN + 1];
+    bool gpus_written;            /* files: its state file is written, showing `shown` */
+    struct fg_sim_gpu_process *shown;   /* files: the processes its state and proc tree show, by PID */
+    size_t nshown;
+    size_t slot;                  /* the ticker's index of it, while it collects processes */
 };
 
 enum fg_sim_container_state { CONTAINER_WAITING, CONTAINER_RUNNING, CONTAINER_TERMINATED };
@@ -96,6 +122,7 @@ struct fg_sim_container {
     bool ready;
     unsigned ready_successes, ready_failures, live_failures;
     uint64_t next_readiness_ns, next_liveness_ns;
+    uint32_t gpus;                /* bit i: it uses its node's GPU i (kubelet_gpus.c) */
 };
 
 struct fg_sim_pod {
@@ -116,6 +143,14 @@ struct fg_sim_pod {
     struct fg_sim_container containers[FG_SIM_MAX_CONTAINERS];
     size_t ncontainers, ninit;
     char last_status[8192];       /* the status last written, to skip writes that change nothing */
+    const char *qos;              /* Guaranteed, Burstable or BestEffort */
+    enum fg_sim_runtime runtime;  /* its node's: how its containers' IDs look */
+    bool released;                /* it ended: its requests and devices are given back */
+    struct fg_sim_grant *grants;  /* its containers' devices (kubelet_devices.h) */
+    size_t ngrants;
+    struct fg_sim_usage usage;    /* what it does with its GPUs */
+    char problem[512];            /* annotations of the simulation that could not be used */
+    bool problem_reported;
 };
 
 struct fg_sim_kubelets {
@@ -137,6 +172,7 @@ struct fg_sim_kubelets {
     struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
     size_t npods;
     struct lh_table *pod_index;   /* key → pod */
+    struct fg_sim_trace_source traces;   /* usage profiles' traces */
 };
 
 /* kubelet_nodes.c */
@@ -147,6 +183,8 @@ struct fg_sim_node *fg_sim_node_find(struct fg_sim_kubelets *k, const char *name
 /* The next free pod address of node into ip (16 bytes); false when all are taken (mu held). */
 bool fg_sim_node_take_ip(struct fg_sim_node *n, char ip[16]);
 void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip);
+/* Frees a node no longer listed, with what it holds (its network claim, devices, GPU files' state). */
+void fg_sim_node_free(struct fg_sim_node *n);
 
 /* kubelet_pods.c */
 struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key);
@@ -162,6 +200,38 @@ void fg_sim_pods_kill_all(struct fg_sim_kubelets *k, struct fg_sim_node *node);
 bool fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_sim_pod *p);
 /* Takes over a pod a previous run of the kubelets admitted, from its status and pid files. mu held. */
 void fg_sim_pod_adopt(struct fg_sim_pod *p, json_object *pod);
+
+/* kubelet_nvidia.c */
+/* Gives a booting node its GPUs (UUIDs) and registers them as nvidia.com/gpu; with gpuState files
+ * also the NVML library in its host directory. mu not held (the node is not listed yet). */
+void fg_sim_nvidia_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n);
+/* With gpuState files, a registering node's host directory gets the NVML library, an empty proc
+ * tree and its first NVML state. mu not held; the ticker thread's. */
+void fg_sim_nvidia_install(struct fg_sim_kubelets *k, struct fg_sim_node *n);
+/* The index of the GPU of n with uuid, or -1. */
+int fg_sim_nvidia_gpu_index(const struct fg_sim_node *n, const char *uuid);
+/* What NVIDIA_VISIBLE_DEVICES=devices gives a container on n, as the NVIDIA container runtime reads
+ * it — all, none or void, or a list of UUIDs and indices — as a comma-separated list of UUIDs in out
+ * (size bytes); false when it gives no GPU. */
+bool fg_sim_nvidia_visible(const struct fg_sim_node *n, const char *devices, char *out, size_t size);
+
+/* kubelet_gpus.c */
+/* Which GPUs of p's node each container of p uses (c->gpus) and p's usage profile (p->usage);
+ * what cannot be used goes to p->problem. mu held. */
+void fg_sim_gpus_pod_setup(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod);
+/* The GPUs of the node called node and the processes running on them at wall time now_ms into out
+ * (cleaned up with fg_sim_gpu_snapshot_cleanup); false for no such node. Takes mu. */
+bool fg_sim_gpus_snapshot(struct fg_sim_kubelets *k, const char *node, int64_t now_ms, struct fg_sim_gpu_snapshot *out);
+/* With gpuState files, writes node n's NVML state and proc tree as they are. mu not held; the
+ * ticker thread's (nodes are freed there). */
+void fg_sim_gpus_write_node(struct fg_sim_kubelets *k, struct fg_sim_node *n);
+/* With gpuState files, brings every registered GPU node's files up to date: one pass over the pods,
+ * and a node's files written only when its processes or their use changed. Use is sampled at
+ * whole usage intervals, so that is at most once an interval unless GPU processes start or stop.
+ * Ticker thread, mu not held. */
+void fg_sim_gpus_tick(struct fg_sim_kubelets *k);
+/* What the node's GPU files hold goes with the node. mu held or the node unlisted. */
+void fg_sim_gpus_node_free(struct fg_sim_node *n);
 
 /* kubelet_containers.c */
 /* A probe due: container index, liveness or readiness, the Probe and the container's spec (both
@@ -188,6 +258,8 @@ const char *fg_sim_pod_phase(const struct fg_sim_pod *p, json_object *pod, bool 
 void fg_sim_note_next(uint64_t *next, uint64_t at);
 
 /* kubelet_status.c */
+/* kube's QoS class of pod: Guaranteed, Burstable or BestEffort. */
+const char *fg_sim_pod_qos(json_object *pod);
 /* The status to report for p (a new tree): pod is the cached pod, whose other conditions are kept. */
 json_object *fg_sim_pod_status(const struct fg_sim_pod *p, json_object *pod, const char *phase, bool initialized,
                                bool ready);

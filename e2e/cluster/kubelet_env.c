@@ -1,13 +1,16 @@
 /*
  * kubelet_env — a container's environment, built as kube builds it: the image's variables
- * (GNUTLS_NO_IMPLICIT_INIT=1), PATH and HOSTNAME, then envFrom and env in order. Values with $(VAR)
+ * (GNUTLS_NO_IMPLICIT_INIT=1), PATH and HOSTNAME, what the device plugins answered for the
+ * container's devices (NVIDIA_VISIBLE_DEVICES=<uuid,...>; kube puts them first, so the pod's own
+ * variables override them), then envFrom and env in order. Values with $(VAR)
  * references are expanded from what came before them; fieldRef (metadata.name, namespace, uid,
  * labels['k'], annotations['k'], spec.nodeName, spec.serviceAccountName, status.hostIP,
  * status.podIP), resourceFieldRef, configMapKeyRef and secretKeyRef are read from the pod and the
  * API. Then what the kubelet and the runtime add: KUBERNETES_SERVICE_HOST and _PORT; KUBECONFIG
  * naming the pod's kubeconfig (kubelet_proc.c writes it); on a GPU node, for a container with
- * NVIDIA_VISIBLE_DEVICES, the node's NVML library and state (LD_LIBRARY_PATH, FG_FAKE_NVML_STATE),
- * as the NVIDIA container runtime injects the driver's libraries; the pod network's preloaded
+ * NVIDIA_VISIBLE_DEVICES naming any of the node's GPUs (kubelet_nvidia.c), the node's NVML library
+ * and state (LD_LIBRARY_PATH, FG_FAKE_NVML_STATE) and the GPUs it shows (FG_FAKE_NVML_VISIBLE), as
+ * the NVIDIA container runtime injects the driver's libraries and those GPUs' devices; the pod network's preloaded
  * library and IP (podnet.c); and the kubelet's ASAN_OPTIONS, UBSAN_OPTIONS and LSAN_OPTIONS, so a
  * sanitized binary reports into the container's log.
  */
@@ -120,6 +123,16 @@ enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, json_object *pod, json_o
     env_set(s, "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
     env_set(s, "HOSTNAME", fg_json_get_str(pod, "metadata", "name", NULL));
     env_set(s, "GNUTLS_NO_IMPLICIT_INIT", "1");
+    for (size_t i = 0; i < s->p->ngrants; i++) {
+        const struct fg_sim_grant *g = &s->p->grants[i];
+        for (size_t j = 0; g->container == s->container && j < g->answer.nenv; j++) {
+            const char *eq = strchr(g->answer.env[j], '=');
+            char *name = eq ? fg_strndup(g->answer.env[j], (size_t)(eq - g->answer.env[j])) : NULL;
+            if (name && *name)
+                env_set(s, name, eq + 1);
+            free(name);
+        }
+    }
     json_object *from = fg_json_get(spec, "envFrom", NULL);
     for (size_t i = 0; i < fg_json_array_len(from); i++) {
         json_object *f = json_object_array_get_idx(from, i);
@@ -191,14 +204,15 @@ enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, json_object *pod, json_o
     char kubeconfig[PATH_MAX + 16];
     snprintf(kubeconfig, sizeof kubeconfig, "%s/kubeconfig", s->p->dir);
     env_set(s, "KUBECONFIG", kubeconfig);
-    const char *devices = env_get(s, "NVIDIA_VISIBLE_DEVICES");
-    if (devices && *devices && strcmp(devices, "void") && strcmp(devices, "none") &&
-        fg_resources_get(&s->node->group->capacity, "nvidia.com/gpu") > 0) {
+    char visible[FG_SIM_MAX_GPUS * (FG_SIM_GPU_UUID_LEN + 1) + 1];
+    if (k->cfg->kubelet.gpu_state == FG_SIM_GPU_STATE_FILES &&
+        fg_sim_nvidia_visible(s->node, env_get(s, "NVIDIA_VISIBLE_DEVICES"), visible, sizeof visible)) {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/usr/lib/nvidia", s->node->root);
         env_set(s, "LD_LIBRARY_PATH", path);
         snprintf(path, sizeof path, "%s/nvml/state.json", s->node->root);
         env_set(s, "FG_FAKE_NVML_STATE", path);
+        env_set(s, "FG_FAKE_NVML_VISIBLE", visible);
     }
     char preload[PATH_MAX + 32];
     snprintf(preload, sizeof preload, "%s/libfg_sim_podnet.so", k->lib_dir);

@@ -7,10 +7,12 @@
  * sim.fracgpu.io/node-group), its addresses, node info and the four conditions with Ready True; a
  * Node already there (a kubelet restarted) is kept and its status refreshed. Its Lease in
  * kube-node-lease, owned by the Node, is renewed every leaseInterval and the status heartbeat sent
- * every statusInterval. A node with GPUs gets the NVIDIA driver's user-space library in its host
- * directory (the fake NVML, answering for the group's model and memory) for containers the NVIDIA
- * runtime would give it to. Retiring kills the node's pods and deletes its Lease and Node; the pod
- * garbage collector then deletes pods still bound to it.
+ * every statusInterval. A node with GPUs has them from its boot, registered with the NVIDIA device
+ * plugin (kubelet_nvidia.c), and with gpuState files gets the NVIDIA driver's user-space library
+ * in its host directory (the fake NVML, answering for the group's model and memory) for containers
+ * the NVIDIA runtime would give it to. Each node runs one of three container runtimes
+ * (runtime.h), which its nodeInfo names. Retiring kills the node's pods and deletes its Lease and
+ * Node; the pod garbage collector then deletes pods still bound to it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +58,14 @@ bool fg_sim_node_take_ip(struct fg_sim_node *n, char ip[16])
         }
     }
     return false;
+}
+
+void fg_sim_node_free(struct fg_sim_node *n)
+{
+    close(n->claim_fd);
+    fg_sim_devices_cleanup(&n->devices);
+    fg_sim_gpus_node_free(n);
+    free(n);
 }
 
 void fg_sim_node_release_ip(struct fg_sim_node *n, const char *ip)
@@ -115,43 +125,6 @@ static bool node_net(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     return false;
 }
 
-/* Writes the fake NVML state for the node's GPUs and links the library where the runtime finds it. */
-static void install_gpus(struct fg_sim_kubelets *k, struct fg_sim_node *n)
-{
-    int64_t gpus = fg_resources_get(&n->group->capacity, "nvidia.com/gpu") / 1000;
-    if (gpus <= 0)
-        return;
-    char path[PATH_MAX + 64], target[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/usr/lib/nvidia", n->root);
-    fg_mkdir_p(path);
-    snprintf(path, sizeof path, "%s/usr/lib/nvidia/libnvidia-ml.so.1", n->root);
-    snprintf(target, sizeof target, "%s/libfg_fake_nvml.so", k->lib_dir);
-    unlink(path);
-    if (symlink(target, path))
-        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot link the NVML library: %s", n->name, strerror(errno));
-    snprintf(path, sizeof path, "%s/nvml", n->root);
-    fg_mkdir_p(path);
-    json_object *state = json_object_new_object(), *list = json_object_new_array();
-    for (int64_t i = 0; i < gpus; i++) {
-        json_object *g = json_object_new_object();
-        char uuid[64];
-        snprintf(uuid, sizeof uuid, "GPU-%08x-0000-4000-8000-%012llx", (unsigned)(n->net * 2654435761u),
-                 (unsigned long long)i);
-        fg_json_set_str(g, "uuid", uuid);
-        fg_json_set_str(g, "name", n->group->gpu_model[0] ? n->group->gpu_model : "NVIDIA GPU");
-        json_object_object_add(g, "total", json_object_new_int64(n->group->gpu_memory_mib * 1024 * 1024));
-        json_object_object_add(g, "used", json_object_new_int64(0));
-        json_object_object_add(g, "reserved", json_object_new_int64(512ll * 1024 * 1024));
-        json_object_object_add(g, "util", json_object_new_int(0));
-        json_object_array_add(list, g);
-    }
-    json_object_object_add(state, "gpus", list);
-    snprintf(path, sizeof path, "%s/nvml/state.json", n->root);
-    if (json_object_to_file_ext(path, state, JSON_C_TO_STRING_PRETTY))
-        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot write %s", n->name, path);
-    json_object_put(state);
-}
-
 /* A node condition that changed when the node registered (since), heard of now. */
 static json_object *condition(const char *type, const char *status, const char *reason, const char *message,
                               const char *now, const char *since)
@@ -187,7 +160,7 @@ static json_object *node_status(struct fg_sim_node *n, const char *now)
     json_object *info = json_object_new_object();
     fg_json_set_str(info, "kubeletVersion", "v1.32.5");
     fg_json_set_str(info, "kubeProxyVersion", "v1.32.5");
-    fg_json_set_str(info, "containerRuntimeVersion", "fracgpu-sim://1.0");
+    fg_json_set_str(info, "containerRuntimeVersion", fg_sim_runtime_version(n->runtime));
     fg_json_set_str(info, "operatingSystem", "linux");
     fg_json_set_str(info, "architecture", "amd64");
     fg_json_set_str(info, "osImage", "fracgpu simulated node");
@@ -347,6 +320,8 @@ static void discover(struct fg_sim_kubelets *k, json_object *instance)
         return;
     }
     snprintf(n->ip, sizeof n->ip, "127.%hhu.%hhu.1", (unsigned char)(1 + n->net / 256), (unsigned char)(n->net % 256));
+    n->runtime = fg_sim_runtime_of(name);
+    fg_sim_nvidia_boot(k, n);
     int64_t created = 0, now = fg_clock_wall_ms();
     fg_time_parse(fg_json_get_str(instance, "metadata", "creationTimestamp", NULL), &created);
     int64_t wait_ms = created + (int64_t)(k->cfg->autoscale.provision_ns / FG_NS_PER_MS) - now;
@@ -399,12 +374,11 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
             pthread_mutex_unlock(&k->mu);
             if (node->registered)
                 retire(k, node);
-            close(node->claim_fd);
-            free(node);
+            fg_sim_node_free(node);
             continue;
         }
         if (!node->registered && now >= node->boot_at_ns) {
-            install_gpus(k, node);
+            fg_sim_nvidia_install(k, node);
             if (register_node(k, node) == FG_OK) {
                 pthread_mutex_lock(&k->mu);
                 node->registered = true;

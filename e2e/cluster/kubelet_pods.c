@@ -3,11 +3,17 @@
  * key. See kubelet.h for the picture and the locking.
  *
  * A pod bound to one of this process's nodes is taken on once per UID: admitted
- * (kubelet_admit.c; a refusal fails it with kube's reason, message and Event), or adopted from a
- * previous run of the kubelets. An admitted pod gets an address of its node and, after the
- * configured pod start delay, its containers run (kubelet_containers.c); probes due run without
- * the lock; the status (kubelet_status.c) is written when it changed, and the reconcile comes back
- * when the next timer of the pod falls due.
+ * (kubelet_admit.c; then its devices reserved and the device plugins asked, kubelet_devices.h; a
+ * refusal fails it with kube's reason, message and Event), or adopted from a previous run of the
+ * kubelets — all of a node's such pods at its first take-on, before any new pod is admitted there,
+ * so that no new pod is given a device an old one holds. Its GPU use is set up then
+ * (kubelet_gpus.c; simulation annotations that cannot be used are reported once, as a Warning
+ * Event SimAnnotationInvalid, and the pod runs anyway). An admitted pod gets an address of its
+ * node and, after the configured pod start delay, its containers run (kubelet_containers.c);
+ * probes due run without the lock; the status (kubelet_status.c) is written when it changed, and
+ * the reconcile comes back when the next timer of the pod falls due. A pod that ended (Succeeded
+ * or Failed) gives its requests and devices back to the node at once, as kube's admission counts
+ * only active pods.
  *
  * Deletion: a pod given a deletionTimestamp has its processes sent SIGTERM, and SIGKILL when its
  * grace period runs out; then the kubelet deletes it for good (grace period 0), as kube's does.
@@ -59,9 +65,12 @@ static void pod_forget(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
     }
     if (p->node) {
         fg_sim_node_release_ip(p->node, p->ip);
-        if (p->admitted && !p->rejected)
+        if (p->admitted && !p->rejected && !p->released) {   /* an ended pod gave them back already */
             fg_resources_sub(&p->node->used, &p->requests);
+            fg_sim_devices_release(p->node, p);
+        }
     }
+    fg_sim_grants_free(p);
     lh_table_delete(k->pod_index, p->key);
     k->pods_v[p->slot] = k->pods_v[--k->npods];
     k->pods_v[p->slot]->slot = p->slot;
@@ -132,14 +141,15 @@ static void event(struct fg_sim_kubelets *k, json_object *pod, const char *node,
 
 /* ---- the reconcile ---- */
 
-/* A new state for pod on node, adopted from its status when a previous run of the kubelet left
- * it running. mu held. */
+/* A new state for pod on node, not yet admitted or adopted. mu held. */
 static struct fg_sim_pod *pod_new(struct fg_sim_kubelets *k, const char *key, json_object *pod, struct fg_sim_node *node)
 {
     struct fg_sim_pod *p = fg_calloc(1, sizeof *p);
     snprintf(p->key, sizeof p->key, "%s", key);
     snprintf(p->uid, sizeof p->uid, "%s", fg_json_get_str(pod, "metadata", "uid", NULL));
     p->node = node;
+    p->qos = fg_sim_pod_qos(pod);
+    p->runtime = node->runtime;
     snprintf(p->dir, sizeof p->dir, "%.1279s/pods/%.63s_%.253s_%.63s", node->root,
              fg_json_get_str(pod, "metadata", "namespace", NULL), fg_json_get_str(pod, "metadata", "name", NULL), p->uid);
     fg_sim_containers_set_up(k, p, pod);
@@ -150,21 +160,64 @@ static struct fg_sim_pod *pod_new(struct fg_sim_kubelets *k, const char *key, js
     return p;
 }
 
-/* Takes pod on as p: adopted when a previous run of the kubelets admitted it, else admitted, or
- * rejected (p->rejected, with its reason and message). mu held. */
-static struct fg_sim_pod *take_on(struct fg_sim_kubelets *k, const char *key, json_object *pod, struct fg_sim_node *node,
-                                  uint64_t now)
+/* Did a previous run of the kubelets start pod? */
+static bool ran_before(json_object *pod)
+{
+    return fg_json_get_str(pod, "status", "podIP", NULL) && fg_json_get(pod, "status", "containerStatuses", NULL);
+}
+
+/* Takes over pod, which a previous run of the kubelets ran on node: its address, containers and
+ * devices. mu held. */
+static struct fg_sim_pod *adopt(struct fg_sim_kubelets *k, const char *key, json_object *pod, struct fg_sim_node *node)
 {
     struct fg_sim_pod *p = pod_new(k, key, pod, node);
-    if (fg_json_get_str(pod, "status", "podIP", NULL) && fg_json_get(pod, "status", "containerStatuses", NULL)) {
-        fg_sim_pod_adopt(p, pod);
-        return p;
+    fg_sim_pod_adopt(p, pod);
+    fg_sim_devices_adopt(node, p, pod);
+    fg_sim_gpus_pod_setup(k, p, pod);
+    return p;
+}
+
+/* Adopts every pod a previous run of the kubelets ran on node and this run has not met yet. mu held. */
+static void adopt_node(struct fg_sim_kubelets *k, struct fg_sim_node *node)
+{
+    struct fg_kobj_list l = { 0 };
+    if (fg_store_by_index(fg_informer_store(k->pods), FG_SIM_INDEX_NODE, node->name, &l) != FG_OK)
+        return;
+    for (size_t i = 0; i < l.n; i++) {
+        json_object *pod = NULL;
+        const char *key = fg_kobj_key(l.items[i]);
+        if (pod_find(k, key) || fg_kobj_parse(l.items[i], &pod, NULL) != FG_OK)
+            continue;
+        if (ran_before(pod) && !fg_sim_pod_finished(pod))
+            adopt(k, key, pod, node);
+        json_object_put(pod);
     }
-    if (!fg_sim_pod_admit(node, pod, p)) {
+    fg_kobj_list_cleanup(&l);
+}
+
+/* Takes pod on as p: adopted when a previous run of the kubelets admitted it, else admitted — its
+ * resources charged to node, its devices reserved, *fresh set: the device plugins are to be asked
+ * — or rejected (p->rejected, with its reason and message). mu held. */
+static struct fg_sim_pod *take_on(struct fg_sim_kubelets *k, const char *key, json_object *pod, struct fg_sim_node *node,
+                                  uint64_t now, bool *fresh)
+{
+    *fresh = false;
+    if (!node->adopted) {
+        node->adopted = true;
+        adopt_node(k, node);
+        struct fg_sim_pod *p = pod_find(k, key);
+        if (p)
+            return p;
+    }
+    if (ran_before(pod))
+        return adopt(k, key, pod, node);
+    struct fg_sim_pod *p = pod_new(k, key, pod, node);
+    if (!fg_sim_pod_admit(node, pod, p) || !fg_sim_devices_reserve(node, p, pod)) {
         p->rejected = true;
         return p;
     }
     p->admitted = true;
+    *fresh = true;
     fg_resources_sum(&node->used, &p->requests);
     p->start_ms = fg_clock_wall_ms();
     p->start_at_ns = now + k->cfg->kubelet.pod_start_ns;
@@ -172,7 +225,36 @@ static struct fg_sim_pod *take_on(struct fg_sim_kubelets *k, const char *key, js
         p->ip[0] = '\0';
     if (p->has_real)
         mkdir(p->dir, 0755);
+    fg_sim_gpus_pod_setup(k, p, pod);
     return p;
+}
+
+/* Undoes the admission of p, which a device plugin refused. mu held. */
+static void unadmit(struct fg_sim_pod *p)
+{
+    if (p->node) {
+        fg_resources_sub(&p->node->used, &p->requests);
+        fg_sim_devices_release(p->node, p);
+        fg_sim_node_release_ip(p->node, p->ip);
+    }
+    fg_sim_grants_free(p);
+    for (size_t i = 0; i < p->ncontainers; i++)
+        p->containers[i].gpus = 0;
+    p->ip[0] = '\0';
+    p->admitted = false;
+    p->rejected = true;
+}
+
+/* Gives back what p holds once it ended. mu held. */
+static void release_if_ended(struct fg_sim_pod *p, json_object *pod)
+{
+    bool initialized, ready;
+    const char *phase = fg_sim_pod_phase(p, pod, &initialized, &ready);
+    if (p->released || !p->node || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed")))
+        return;
+    fg_resources_sub(&p->node->used, &p->requests);
+    fg_sim_devices_release(p->node, p);
+    p->released = true;
 }
 
 /* Fails a pod admission refused, with the Event saying why. */
@@ -275,8 +357,16 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     }
     /* not ours, or finished before this kubelet met it */
     bool idle = !pod || !node || !node->registered || node->gone || (!p && fg_sim_pod_finished(pod));
+    bool fresh = false;
     if (!idle && !p)
-        p = take_on(k, key, pod, node, now);
+        p = take_on(k, key, pod, node, now, &fresh);
+    if (fresh && !fg_sim_devices_allocate(k, p))
+        unadmit(p);
+    if (!idle && !p->node) {   /* its node went while the plugins answered: it goes too */
+        pthread_mutex_unlock(&k->mu);
+        json_object_put(pod);
+        return res;
+    }
     if (idle || (p->rejected && p->reject_written && !fg_sim_pod_terminating(pod))) {
         pthread_mutex_unlock(&k->mu);
         json_object_put(pod);
@@ -304,7 +394,18 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     struct fg_sim_probe_job jobs[2 * FG_SIM_MAX_CONTAINERS];
     size_t njobs = 0;
     fg_sim_containers_advance(k, p, pod, now, &next, jobs, &njobs);
+    release_if_ended(p, pod);
+    char problem[sizeof p->problem] = "";
+    if (p->problem[0] && !p->problem_reported) {
+        memcpy(problem, p->problem, sizeof problem);
+        p->problem_reported = true;
+    }
     pthread_mutex_unlock(&k->mu);
+    if (problem[0]) {
+        fg_log_obj(FG_LOG_WARN, COMPONENT, "Pod", fg_json_get_str(pod, "metadata", "namespace", NULL),
+                   fg_json_get_str(pod, "metadata", "name", NULL), "simulation: %s", problem);
+        event(k, pod, node_name, "Warning", "SimAnnotationInvalid", problem);
+    }
     run_probes(k, key, p, pod, jobs, njobs, &next);
     enum fg_err err = report(k, key, p, pod);
     json_object_put(pod);

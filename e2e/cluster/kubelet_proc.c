@@ -131,7 +131,7 @@ enum fg_err fg_sim_proc_start(struct fg_sim_kubelets *k, const struct fg_sim_pod
     const struct fg_sim_container *c = &p->containers[i];
     json_object *spec = i < p->ninit ? json_object_array_get_idx(fg_json_get(pod, "spec", "initContainers", NULL), i)
                                      : json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), i - p->ninit);
-    struct fg_sim_spawn s = { .p = p, .node = node, .errmsg = errmsg };
+    struct fg_sim_spawn s = { .p = p, .container = i, .node = node, .errmsg = errmsg };
     enum fg_err err;
     fg_mkdir_p(p->dir);
     if ((err = write_kubeconfig(k, p, pod, errmsg)) || (err = fg_sim_spawn_env(k, pod, spec, &s)) ||

@@ -26,6 +26,7 @@ struct fg_sim_spawn_mount {
 
 struct fg_sim_spawn {
     const struct fg_sim_pod *p;
+    size_t container;                /* index in p->containers */
     const struct fg_sim_node *node;  /* the pod's node, as it was when the start began */
     char *argv[FG_SIM_MAX_ARGS + 1];
     size_t argc;

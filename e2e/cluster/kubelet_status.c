@@ -1,7 +1,8 @@
 /*
  * kubelet_status — the pod status a kubelet reports, built from its state of the pod: phase,
  * conditions, IPs, start time, QoS class and a status per container (state, last state, restarts,
- * ready, started). The kubelet owns the conditions PodReadyToStartContainers, Initialized,
+ * ready, started, its ID as the node's runtime writes it — "containerd://<64 hex>", which the
+ * container's cgroup path names too — and allocatedResourcesStatus, the devices it was given). The kubelet owns the conditions PodReadyToStartContainers, Initialized,
  * ContainersReady and Ready; every other condition of the pod (PodScheduled, DisruptionTarget, a
  * readiness gate) is carried over as it is. A condition keeps its lastTransitionTime while its
  * status stays the same, so a status that did not change is written the same, and not written.
@@ -62,11 +63,13 @@ static json_object *state_json(enum fg_sim_container_state state, const char *re
     return s;
 }
 
-static json_object *container_status(const struct fg_sim_pod *p, const struct fg_sim_container *c, json_object *spec)
+static json_object *container_status(const struct fg_sim_pod *p, size_t i, json_object *spec)
 {
+    const struct fg_sim_container *c = &p->containers[i];
     json_object *s = json_object_new_object();
-    char id[256];
-    snprintf(id, sizeof id, "sim://%.64s-%.128s-%u", p->uid, c->name, c->restarts);
+    char hex[FG_SIM_CONTAINER_ID_LEN + 1], id[FG_SIM_CONTAINER_ID_LEN + 32];
+    fg_sim_container_id(p->uid, c->name, c->restarts, hex);
+    snprintf(id, sizeof id, "%s://%s", fg_sim_runtime_scheme(p->runtime), hex);
     fg_json_set_str(s, "name", c->name);
     const char *image = fg_json_get_str(spec, "image", NULL);
     fg_json_set_str(s, "image", image ? image : "");
@@ -85,12 +88,15 @@ static json_object *container_status(const struct fg_sim_pod *p, const struct fg
                                                  c->last_started_ms, c->last_finished_ms, id)
                                     : json_object_new_object();
     json_object_object_add(s, "lastState", last);
+    json_object *devices = fg_sim_devices_status(p, i);
+    if (devices)
+        json_object_object_add(s, "allocatedResourcesStatus", devices);
     return s;
 }
 
 /* kube's GetPodQOS: only cpu and memory count, in every container, init containers included;
  * Guaranteed when every container limits both and requests what it limits. */
-static const char *qos_class(json_object *pod)
+const char *fg_sim_pod_qos(json_object *pod)
 {
     bool any = false, guaranteed = true;
     json_object *lists[2] = { fg_json_get(pod, "spec", "initContainers", NULL), fg_json_get(pod, "spec", "containers", NULL) };
@@ -146,13 +152,13 @@ json_object *fg_sim_pod_status(const struct fg_sim_pod *p, json_object *pod, con
     }
     fg_time_format(p->start_ms, start);
     fg_json_set_str(st, "startTime", start);
-    fg_json_set_str(st, "qosClass", qos_class(pod));
+    fg_json_set_str(st, "qosClass", p->qos ? p->qos : fg_sim_pod_qos(pod));
     json_object *inits = fg_json_get(pod, "spec", "initContainers", NULL), *apps = fg_json_get(pod, "spec", "containers", NULL);
     json_object *init_st = json_object_new_array(), *app_st = json_object_new_array();
     for (size_t i = 0; i < p->ncontainers; i++) {
         const struct fg_sim_container *c = &p->containers[i];
         json_object *spec = c->init ? json_object_array_get_idx(inits, i) : json_object_array_get_idx(apps, i - p->ninit);
-        json_object_array_add(c->init ? init_st : app_st, container_status(p, c, spec));
+        json_object_array_add(c->init ? init_st : app_st, container_status(p, i, spec));
     }
     if (p->ninit)
         json_object_object_add(st, "initContainerStatuses", init_st);

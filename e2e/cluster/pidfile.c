@@ -1,6 +1,8 @@
 /* pidfile — finding simulated pods' processes again; see pidfile.h. */
 #include "e2e/cluster/pidfile.h"
 
+#include "base/fs.h"
+
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -36,14 +38,9 @@ uint64_t fg_sim_proc_starttime(pid_t pid)
 
 bool fg_sim_pidfile_write(const char *path, pid_t pid)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return false;
-    bool ok = fprintf(f, "%d %llu\n", (int)pid, (unsigned long long)fg_sim_proc_starttime(pid)) > 0;
-    ok = fclose(f) == 0 && ok;
-    return ok && rename(tmp, path) == 0;
+    char text[64];
+    int n = snprintf(text, sizeof text, "%d %llu\n", (int)pid, (unsigned long long)fg_sim_proc_starttime(pid));
+    return fg_write_file_atomic(path, text, (size_t)n) == 0;
 }
 
 bool fg_sim_pidfile_alive(const char *path, pid_t *pid)

@@ -1,6 +1,7 @@
 /*
  * supervisor_options — `fracgpu-sim-cluster`'s command line: the config file (or the default
- * cluster), --nodes resizing the first node group, parts switched off, where the API server and
+ * cluster), --nodes resizing the first node group and the --gpu-* flags giving its nodes GPUs
+ * (config.h's fg_sim_config_override), parts switched off, where the API server and
  * fracgpu binaries are (beside this one unless named), and the working directory (--dir, made when
  * missing, else a new /tmp/fracgpu-sim-XXXXXX) with the config.json every part reads.
  */
@@ -24,6 +25,10 @@ static void usage(FILE *out)
             "autoscaler) until SIGTERM or SIGINT.\n\n"
             "  --kubeconfig-out FILE   where to write the kubeconfig of the cluster (required)\n"
             "  --nodes N               initial nodes of the first node group\n"
+            "  --gpus-per-node G       whole GPUs (nvidia.com/gpu) of each node of the first group, 0 to 16\n"
+            "  --gpu-model NAME        their model, as NVML names it (default NVIDIA A100-SXM4-80GB)\n"
+            "  --gpu-memory-gib M      their memory in GiB (default 80)\n"
+            "  --gpu-state files|memory  GPU state per node on disk (fake NVML, proc tree) or in memory only\n"
             "  --config FILE           node groups and timings (YAML; see e2e/cluster/README.md)\n"
             "  --dir DIR               working directory (default: a new /tmp/fracgpu-sim-XXXXXX)\n"
             "  --disable PART          do not run controllers, scheduler, kubelets or autoscaler\n"
@@ -41,13 +46,15 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
         { "disable", required_argument, NULL, 'x' },        { "apiserver", required_argument, NULL, 'a' },
         { "fracgpu", required_argument, NULL, 'f' },        { "ready-timeout", required_argument, NULL, 'r' },
         { "log-level", required_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
+        { "gpus-per-node", required_argument, NULL, 'G' },  { "gpu-model", required_argument, NULL, 'M' },
+        { "gpu-memory-gib", required_argument, NULL, 'm' }, { "gpu-state", required_argument, NULL, 's' },
         { NULL, 0, NULL, 0 },
     };
     const char *config = NULL, *dir = NULL, *kubeconfig = NULL, *fracgpu = NULL;
     bool disabled[FG_SIM_NCOMPONENTS] = { false };
-    long nodes = -1;
+    struct fg_sim_flags flags = { NULL };
     int64_t ms;
-    char *end, why[FG_ERRMSG_MAX];
+    char why[FG_ERRMSG_MAX];
     enum fg_log_level level;
     int c;
     s->ready_timeout_ns = 60 * FG_NS_PER_S;
@@ -59,13 +66,11 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
         case 'd': dir = optarg; break;
         case 'a': snprintf(s->apiserver_bin, sizeof s->apiserver_bin, "%s", optarg); break;
         case 'f': fracgpu = optarg; break;
-        case 'n':
-            nodes = strtol(optarg, &end, 10);
-            if (!*optarg || *end || nodes < 0 || nodes > 100000) {
-                fprintf(stderr, "fracgpu-sim-cluster: --nodes wants 0 to 100000, got \"%s\"\n", optarg);
-                return 2;
-            }
-            break;
+        case 'n': flags.nodes = optarg; break;
+        case 'G': flags.gpus_per_node = optarg; break;
+        case 'M': flags.gpu_model = optarg; break;
+        case 'm': flags.gpu_memory_gib = optarg; break;
+        case 's': flags.gpu_state = optarg; break;
         case 'x': {
             size_t part = 0;
             while (part < FG_SIM_NCOMPONENTS && strcmp(fg_sim_component_names[part], optarg))
@@ -106,11 +111,10 @@ int fg_sim_supervisor_parse(struct fg_sim_supervisor *s, int argc, char **argv)
         fprintf(stderr, "fracgpu-sim-cluster: %s\n", why);
         return 2;
     }
-    if (nodes >= 0) {
-        struct fg_sim_group *g = &s->cfg.groups[0];
-        g->initial_size = (unsigned)nodes;
-        g->min_size = g->min_size < (unsigned)nodes ? g->min_size : (unsigned)nodes;
-        g->max_size = g->max_size > (unsigned)nodes ? g->max_size : (unsigned)nodes;
+    if (fg_sim_config_override(&s->cfg, &flags, why) != FG_OK) {
+        fprintf(stderr, "fracgpu-sim-cluster: %s\n", why);
+        fg_sim_config_cleanup(&s->cfg);
+        return 2;
     }
     for (size_t i = 0; i < FG_SIM_NCOMPONENTS; i++)
         if (disabled[i])

@@ -1,8 +1,8 @@
 /*
  * trace — CSV reading for the trace files (see trace.h).
  *
- * The files are plain CSV without quoting (names and model lists never contain commas), so a row is
- * split on ',' and each cell checked; any departure — wrong cell count, a non-integer, a negative
+ * The files are plain CSV without quoting (names and model lists never contain commas), read with
+ * base/csv.h, and each cell checked; any departure — wrong cell count, a non-integer, a negative
  * size — is an error naming the line, never a guess.
  */
 #include <errno.h>
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/csv.h"
 #include "base/mem.h"
 #include "scheduler/replay/trace.h"
 
-#define MAX_CELLS 16
 #define TRACE_FILE_LIMIT (256u << 20)
 
 void fg_sched_trace_init(struct fg_sched_trace *t)
@@ -43,21 +43,6 @@ void fg_sched_trace_cleanup(struct fg_sched_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Splits line (modified in place) into cells; returns the count, or -1 past MAX_CELLS. */
-static int split(char *line, char **cells)
-{
-    int n = 0;
-    for (char *s = line;; s++) {
-        if (n == MAX_CELLS)
-            return -1;
-        cells[n++] = s;
-        s = strchr(s, ',');
-        if (!s)
-            return n;
-        *s = '\0';
-    }
-}
-
 static bool parse_int(const char *s, int64_t *out)
 {
     if (!*s)
@@ -71,75 +56,7 @@ static bool parse_int(const char *s, int64_t *out)
     return true;
 }
 
-static int column(char **hdr, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(hdr[i], name))
-            return i;
-    return -1;
-}
-
-/* The reader state shared by both row kinds. */
-struct reader {
-    char *text, *next;
-    const char *origin;
-    int line, n_cols;
-    char *hdr[MAX_CELLS];
-};
-
-static void strip_cr(char *s)
-{
-    size_t n = strlen(s);
-    if (n && s[n - 1] == '\r')
-        s[n - 1] = '\0';
-}
-
-/* Next non-empty line, NULL at the end. */
-static char *next_line(struct reader *r)
-{
-    while (r->next && *r->next) {
-        char *line = r->next, *nl = strchr(line, '\n');
-        r->next = nl ? nl + 1 : NULL;
-        if (nl)
-            *nl = '\0';
-        r->line++;
-        strip_cr(line);
-        if (*line)
-            return line;
-    }
-    return NULL;
-}
-
-static enum fg_err reader_open(struct reader *r, const char *text, const char *origin, const char *const *need,
-                               int *cols, char *errmsg)
-{
-    memset(r, 0, sizeof *r);
-    r->text = r->next = fg_strdup(text);
-    r->origin = origin;
-    char *hdr = next_line(r);
-    if (!hdr)
-        return fg_errmsg(errmsg, FG_E_PARSE, "%s: empty file, expected a header", origin);
-    r->n_cols = split(hdr, r->hdr);
-    if (r->n_cols < 0)
-        return fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: header has more than %d columns", origin, r->line, MAX_CELLS);
-    for (int i = 0; need[i]; i++) {
-        cols[i] = column(r->hdr, r->n_cols, need[i]);
-        if (cols[i] < 0)
-            return fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: header lacks column '%s'", origin, r->line, need[i]);
-    }
-    return FG_OK;
-}
-
-/* Splits the row and checks its cell count. */
-static enum fg_err row_cells(struct reader *r, char *line, char **cells, char *errmsg)
-{
-    int n = split(line, cells);
-    if (n != r->n_cols)
-        return fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: %d cells, header has %d", r->origin, r->line, n, r->n_cols);
-    return FG_OK;
-}
-
-static enum fg_err cell_int(struct reader *r, char **cells, int col, int64_t max, int64_t *out, char *errmsg)
+static enum fg_err cell_int(struct fg_csv *r, char **cells, int col, int64_t max, int64_t *out, char *errmsg)
 {
     if (!parse_int(cells[col], out) || *out < 0 || *out > max)
         return fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: %s '%s' is not an integer in 0..%lld", r->origin, r->line,
@@ -171,17 +88,18 @@ enum fg_err fg_sched_trace_parse_pods(struct fg_sched_trace *t, const char *text
 {
     static const char *const need[] = { "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", NULL };
     int col[5];
-    struct reader r;
+    struct fg_csv r;
     struct fg_sched_trace_pod *rows = NULL;
     size_t n = 0, cap = 0;
-    enum fg_err err = reader_open(&r, text, origin, need, col, errmsg);
+    enum fg_err err = fg_csv_open(&r, text, origin, need, col, errmsg);
     if (err)
         goto out_free_rows;
-    int spec_col = column(r.hdr, r.n_cols, "gpu_spec");
-    char *line, *cells[MAX_CELLS];
-    while ((line = next_line(&r))) {
+    int spec_col = fg_csv_column(&r, "gpu_spec");
+    char *cells[FG_CSV_MAX_CELLS];
+    bool row;
+    while (!(err = fg_csv_next(&r, cells, &row, errmsg)) && row) {
         int64_t cpu, mem, gpus, milli;
-        if ((err = row_cells(&r, line, cells, errmsg)) || (err = cell_int(&r, cells, col[1], INT64_MAX / 4, &cpu, errmsg)) ||
+        if ((err = cell_int(&r, cells, col[1], INT64_MAX / 4, &cpu, errmsg)) ||
             (err = cell_int(&r, cells, col[2], INT64_MAX / 4, &mem, errmsg)) ||
             (err = cell_int(&r, cells, col[3], FG_SCHED_MAX_GPUS, &gpus, errmsg)) ||
             (err = cell_int(&r, cells, col[4], INT32_MAX, &milli, errmsg)))
@@ -208,6 +126,8 @@ enum fg_err fg_sched_trace_parse_pods(struct fg_sched_trace *t, const char *text
         p->spec = fg_strdup(gpus && spec_col >= 0 ? cells[spec_col] : "");
         split_models(p);
     }
+    if (err)
+        goto out_free_rows;
     t->pods = fg_realloc(t->pods, (t->n_pods + n + 1) * sizeof *t->pods);
     memcpy(t->pods + t->n_pods, rows, n * sizeof *rows);
     t->n_pods += n;
@@ -216,7 +136,7 @@ out_free_rows:
     for (size_t i = 0; i < n; i++)
         pod_cleanup(&rows[i]);
     free(rows);
-    free(r.text);
+    fg_csv_close(&r);
     return err;
 }
 
@@ -224,16 +144,17 @@ enum fg_err fg_sched_trace_parse_nodes(struct fg_sched_trace *t, const char *tex
 {
     static const char *const need[] = { "sn", "cpu_milli", "memory_mib", "gpu", "model", NULL };
     int col[5];
-    struct reader r;
+    struct fg_csv r;
     struct fg_sched_trace_node *rows = NULL;
     size_t n = 0, cap = 0;
-    enum fg_err err = reader_open(&r, text, origin, need, col, errmsg);
+    enum fg_err err = fg_csv_open(&r, text, origin, need, col, errmsg);
     if (err)
         goto out_free_rows;
-    char *line, *cells[MAX_CELLS];
-    while ((line = next_line(&r))) {
+    char *cells[FG_CSV_MAX_CELLS];
+    bool row;
+    while (!(err = fg_csv_next(&r, cells, &row, errmsg)) && row) {
         int64_t cpu, mem, gpus;
-        if ((err = row_cells(&r, line, cells, errmsg)) || (err = cell_int(&r, cells, col[1], INT64_MAX / 4, &cpu, errmsg)) ||
+        if ((err = cell_int(&r, cells, col[1], INT64_MAX / 4, &cpu, errmsg)) ||
             (err = cell_int(&r, cells, col[2], INT64_MAX / 4, &mem, errmsg)) ||
             (err = cell_int(&r, cells, col[3], FG_SCHED_MAX_GPUS, &gpus, errmsg)))
             goto out_free_rows;
@@ -248,6 +169,8 @@ enum fg_err fg_sched_trace_parse_nodes(struct fg_sched_trace *t, const char *tex
         rows[n++] = (struct fg_sched_trace_node){ fg_strdup(cells[col[0]]), cpu, mem, (int)gpus,
                                                   fg_strdup(cells[col[4]]) };
     }
+    if (err)
+        goto out_free_rows;
     t->nodes = fg_realloc(t->nodes, (t->n_nodes + n + 1) * sizeof *t->nodes);
     memcpy(t->nodes + t->n_nodes, rows, n * sizeof *rows);
     t->n_nodes += n;
@@ -258,7 +181,7 @@ out_free_rows:
         free(rows[i].model);
     }
     free(rows);
-    free(r.text);
+    fg_csv_close(&r);
     return err;
 }
 

@@ -1,5 +1,7 @@
 /* Tests of the simulated cluster's configuration: defaults, a full file, the round trip through
- * JSON that hands it to the components, and every kind of bad input refused with its field named. */
+ * JSON that hands it to the components, every kind of bad input refused with its field named, and
+ * the command line's overrides (--nodes, the --gpu-* flags), bad values refused with the flag named
+ * and the configuration left as it was. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +34,10 @@ static void test_defaults(void **state)
     assert_int_equal(c.ngroups, 1);
     assert_string_equal(c.groups[0].name, "gpu");
     assert_int_equal(fg_resources_get(&c.groups[0].capacity, "nvidia.com/gpu"), 4000);
+    assert_int_equal(c.groups[0].gpus, 4);
+    assert_int_equal(c.kubelet.gpu_state, FG_SIM_GPU_STATE_FILES);
+    assert_int_equal(c.usage.interval_ns, FG_NS_PER_S);
+    assert_true(c.usage.time_scale == 60);
     assert_string_equal(fg_json_get_str(c.groups[0].labels, "nvidia.com/gpu.present", NULL), "true");
     assert_true(c.controllers && c.scheduler && c.kubelets && c.autoscaler);
     assert_true(fg_sim_config_is_fracgpu_image(&c, "ghcr.io/fracgpu/fracgpu:0.1.0"));
@@ -52,9 +58,11 @@ static const char *const full =
     "    taints: [{key: nvidia.com/gpu, effect: NoSchedule}]\n"
     "    gpu: {model: NVIDIA H100 80GB HBM3, memory: 80Gi}\n"
     "  - name: big\n    maxSize: 2\n    capacity: {cpu: 64, memory: 256Gi, pods: 110}\n"
+    "  - name: plain-gpu\n    maxSize: 1\n    capacity: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 2}\n"
     "autoscaler: {scanInterval: 500ms, scaleUpDelay: 1s, provisionDelay: 1s, scaleDownUnneeded: 5s,"
     " scaleDownDelayAfterAdd: 0s}\n"
-    "kubelet: {podStartDelay: 500ms, jobDuration: 2s, crashLoopBackoff: 1s}\n"
+    "kubelet: {podStartDelay: 500ms, jobDuration: 2s, crashLoopBackoff: 1s, gpuState: memory}\n"
+    "usage: {interval: 250ms, timeScale: 600, traceDir: /data/gentd26}\n"
     "scheduler: {enabled: false}\n"
     "fracgpuImages: [example.com/fracgpu]\n"
     "clientQPS: 0\n";
@@ -69,8 +77,18 @@ static void test_full(void **state)
     if (fg_sim_config_apply(&c, doc, msg) != FG_OK)
         fail_msg("%s", msg);
     json_object_put(doc);
-    assert_int_equal(c.ngroups, 2);
+    assert_int_equal(c.ngroups, 3);
     assert_int_equal(c.groups[0].initial_size, 2);
+    assert_int_equal(c.groups[0].gpus, 4);
+    assert_int_equal(c.groups[1].gpus, 0);
+    assert_string_equal(c.groups[1].gpu_model, "");
+    assert_int_equal(c.groups[2].gpus, 2);   /* GPUs without a gpu section: an A100 80GB */
+    assert_string_equal(c.groups[2].gpu_model, "NVIDIA A100-SXM4-80GB");
+    assert_int_equal(c.groups[2].gpu_memory_mib, 81920);
+    assert_int_equal(c.kubelet.gpu_state, FG_SIM_GPU_STATE_MEMORY);
+    assert_int_equal(c.usage.interval_ns, 250 * FG_NS_PER_MS);
+    assert_true(c.usage.time_scale == 600);
+    assert_string_equal(c.usage.trace_dir, "/data/gentd26");
     assert_int_equal(c.groups[1].initial_size, 0);   /* minSize when not given */
     assert_int_equal(c.groups[0].gpu_memory_mib, 81920);
     assert_string_equal(c.groups[0].gpu_model, "NVIDIA H100 80GB HBM3");
@@ -117,6 +135,15 @@ static void test_bad_input(void **state)
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: k, effect: NoSchedule, x: 1}]}]\n",
           "taints[0].x: unknown field" },
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, gpu: {memory: -1}}]\n", "gpu.memory" },
+        { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1, nvidia.com/gpu: 17}}]\n",
+          "nodeGroups[0].capacity.nvidia.com/gpu: a whole number of GPUs from 0 to 16" },
+        { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1, nvidia.com/gpu: 500m}}]\n",
+          "capacity.nvidia.com/gpu" },
+        { "kubelet: {gpuState: disk}\n", "kubelet.gpuState: files or memory" },
+        { "usage: {interval: 0s}\n", "usage.interval: must be positive" },
+        { "usage: {timeScale: 0}\n", "usage.timeScale" },
+        { "usage: {timeScale: fast}\n", "usage.timeScale" },
+        { "usage: {every: 1s}\n", "usage.every: unknown field" },
         { "kubelet: {leaseInterval: 10}\n", "kubelet.leaseInterval: a duration" },
         { "kubelet: {leaseInterval: 0s}\n", "must be positive" },
         { "kubelet: {crashLoopBackoff: 0s}\n", "must be positive" },
@@ -152,7 +179,7 @@ static void test_load_file(void **state)
     struct fg_sim_config c;
     char msg[FG_ERRMSG_MAX] = "";
     assert_int_equal(fg_sim_config_load(&c, path, msg), FG_OK);
-    assert_int_equal(c.ngroups, 2);
+    assert_int_equal(c.ngroups, 3);
     fg_sim_config_cleanup(&c);
     FILE *f = fopen(path, "w");
     fputs("kubelet: {jobDuration: forever}\n", f);
@@ -166,6 +193,74 @@ static void test_load_file(void **state)
     fg_sim_config_cleanup(&c);
 }
 
+/* The flags as the supervisor hands them over; each test case sets one or two. */
+static void test_flags(void **state)
+{
+    (void)state;
+    struct fg_sim_config c;
+    fg_sim_config_default(&c);
+    char msg[FG_ERRMSG_MAX] = "";
+    struct fg_sim_flags f = { .nodes = "3", .gpus_per_node = "8", .gpu_model = "NVIDIA H100 80GB HBM3",
+                              .gpu_memory_gib = "80", .gpu_state = "memory" };
+    if (fg_sim_config_override(&c, &f, msg) != FG_OK)
+        fail_msg("%s", msg);
+    const struct fg_sim_group *g = &c.groups[0];
+    assert_int_equal(g->initial_size, 3);
+    assert_true(g->min_size <= 3 && g->max_size >= 3);
+    assert_int_equal(g->gpus, 8);
+    assert_int_equal(fg_resources_get(&g->capacity, "nvidia.com/gpu"), 8000);
+    assert_string_equal(g->gpu_model, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(g->gpu_memory_mib, 80 * 1024);
+    assert_int_equal(c.kubelet.gpu_state, FG_SIM_GPU_STATE_MEMORY);
+    /* what the components read back is the same */
+    json_object *out = fg_sim_config_to_json(&c);
+    struct fg_sim_config back;
+    fg_sim_config_default(&back);
+    assert_int_equal(fg_sim_config_apply(&back, out, msg), FG_OK);
+    assert_int_equal(back.groups[0].gpus, 8);
+    assert_string_equal(back.groups[0].gpu_model, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(back.kubelet.gpu_state, FG_SIM_GPU_STATE_MEMORY);
+    json_object_put(out);
+    fg_sim_config_cleanup(&back);
+
+    /* no GPUs: the capacity and the label GPU feature discovery would set go */
+    f = (struct fg_sim_flags){ .gpus_per_node = "0" };
+    assert_int_equal(fg_sim_config_override(&c, &f, msg), FG_OK);
+    assert_int_equal(c.groups[0].gpus, 0);
+    assert_int_equal(fg_resources_get(&c.groups[0].capacity, "nvidia.com/gpu"), 0);
+    assert_null(fg_json_get(c.groups[0].labels, "nvidia.com/gpu.present", NULL));
+    fg_sim_config_cleanup(&c);
+
+    static const struct { struct fg_sim_flags f; const char *says; } bad[] = {
+        { { .nodes = "-1" }, "--nodes wants 0 to 100000, got \"-1\"" },
+        { { .nodes = "2x" }, "--nodes wants" },
+        { { .gpus_per_node = "17" }, "--gpus-per-node wants 0 to 16, got \"17\"" },
+        { { .gpus_per_node = "" }, "--gpus-per-node wants" },
+        { { .gpus_per_node = "four" }, "--gpus-per-node wants" },
+        { { .gpu_memory_gib = "0" }, "--gpu-memory-gib wants a whole number of GiB from 1 to 4096, got \"0\"" },
+        { { .gpu_memory_gib = "80Gi" }, "--gpu-memory-gib wants" },
+        { { .gpu_model = "" }, "--gpu-model wants a name of 1 to 95 characters" },
+        { { .gpu_model = "NVIDIA A100-SXM4-80GB NVIDIA A100-SXM4-80GB NVIDIA A100-SXM4-80GB NVIDIA A100-SXM4-80GB "
+                         "NVIDIA A100" }, "--gpu-model wants" },
+        { { .gpus_per_node = "0", .gpu_model = "NVIDIA L4" }, "which has none" },
+        { { .gpu_state = "disk" }, "--gpu-state wants files or memory, got \"disk\"" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fg_sim_config_default(&c);
+        msg[0] = '\0';
+        assert_int_equal(fg_sim_config_override(&c, &bad[i].f, msg), FG_E_PARSE);
+        if (!strstr(msg, bad[i].says))
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", i, msg, bad[i].says);
+        /* left as it was */
+        assert_int_equal(c.groups[0].gpus, 4);
+        assert_int_equal(c.groups[0].initial_size, 1);
+        assert_string_equal(c.groups[0].gpu_model, "NVIDIA A100-SXM4-80GB");
+        assert_string_equal(fg_json_get_str(c.groups[0].labels, "nvidia.com/gpu.present", NULL), "true");
+        assert_int_equal(c.kubelet.gpu_state, FG_SIM_GPU_STATE_FILES);
+        fg_sim_config_cleanup(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_full),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
