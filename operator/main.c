@@ -44,7 +44,7 @@ struct role {
 
 static const struct role roles[] = {
     { "operator", "the control plane: GPU policies and workloads, leader-elected among replicas", fg_cmd_operator },
-    { "node-agent", "one per GPU node: per-pod GPU compute and memory as Prometheus metrics", fg_cmd_node_agent },
+    { "node-agent", "one per GPU node: per-pod GPU metrics and the fracgpu.io/gpu-share device plugin", fg_cmd_node_agent },
     { "capacity-holder", "a capacity pod's process: reports its GPU, runs its MPS daemon", fg_cmd_capacity_holder },
     { "replay", "replay a GPU trace through the scheduler (placement experiment)", fg_cmd_replay },
     { "version", "print the fracgpu version", cmd_version },

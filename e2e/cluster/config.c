@@ -191,7 +191,7 @@ static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, 
 {
     static const char *const fields[] = { "name", "minSize", "maxSize", "initialSize", "capacity", "labels",
                                           "taints", "gpu", NULL };
-    static const char *const gpu_fields[] = { "model", "memory", NULL };
+    static const char *const gpu_fields[] = { "model", "memory", "deviceListStrategy", NULL };
     char path[64];
     snprintf(path, sizeof path, "nodeGroups[%zu]", i);
     enum fg_err err = known_fields(o, path, fields, errmsg);
@@ -236,6 +236,19 @@ static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, 
             (fg_quantity_json(fg_json_get(gpu, "memory", NULL), &mem, why) != FG_OK || mem <= 0))
             return fg_errmsg(errmsg, FG_E_PARSE, "%s.memory: a positive quantity such as 80Gi is expected", at);
         g->gpu_memory_mib = mem / 1000 / (1024 * 1024);
+        const char *list = fg_json_get_str(gpu, "deviceListStrategy", NULL);
+        static const char *const lists[] = { [FG_SIM_DEVICE_LIST_ENVVAR] = "envvar",
+                                             [FG_SIM_DEVICE_LIST_VOLUME_MOUNTS] = "volume-mounts",
+                                             [FG_SIM_DEVICE_LIST_CDI] = "cdi-cri" };
+        bool known = !list;
+        for (int l = 0; list && l < 3 && !known; l++)
+            if (!strcmp(list, lists[l])) {
+                g->device_list = (enum fg_sim_device_list)l;
+                known = true;
+            }
+        if (!known || (fg_json_get(gpu, "deviceListStrategy", NULL) && !list))
+            return fg_errmsg(errmsg, FG_E_PARSE, "%s.deviceListStrategy: envvar, volume-mounts or cdi-cri is expected",
+                             at);
     }
     if (g->gpus && !g->gpu_model[0])
         snprintf(g->gpu_model, sizeof g->gpu_model, DEFAULT_GPU_MODEL);

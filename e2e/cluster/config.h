@@ -34,6 +34,10 @@
 #define FG_SIM_GPU_MODEL_MAX 96   /* NVML's name buffer, its terminator included */
 
 /* Where the kubelets keep what the GPUs of their nodes do. */
+/* How a GPU node's NVIDIA container runtime learns a container's GPUs (NVIDIA's device-plugin
+ * DEVICE_LIST_STRATEGY): the env variable, a list of mounts, or CDI device names. */
+enum fg_sim_device_list { FG_SIM_DEVICE_LIST_ENVVAR, FG_SIM_DEVICE_LIST_VOLUME_MOUNTS, FG_SIM_DEVICE_LIST_CDI };
+
 enum fg_sim_gpu_state {
     FG_SIM_GPU_STATE_FILES,    /* each GPU node's fake NVML state, proc tree and NVML library in its directory */
     FG_SIM_GPU_STATE_MEMORY,   /* in the kubelets' memory only: nothing per node on disk, for thousands of nodes */
@@ -48,6 +52,7 @@ struct fg_sim_group {
     unsigned gpus;                  /* whole GPUs per node: its nvidia.com/gpu capacity */
     char gpu_model[FG_SIM_GPU_MODEL_MAX];   /* what NVML reports on these nodes ("" without GPUs) */
     int64_t gpu_memory_mib;
+    enum fg_sim_device_list device_list;    /* how the nodes' container runtime takes a container's GPUs */
 };
 
 struct fg_sim_config {

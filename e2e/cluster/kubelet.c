@@ -58,8 +58,10 @@ static void kubelets_free(void *ud)
     }
     free(k->pods_v);
     lh_table_free(k->pod_index);
-    for (size_t i = 0; i < k->nnodes; i++)
+    for (size_t i = 0; i < k->nnodes; i++) {
+        fg_sim_fracgpu_free(k, k->nodes[i], false);   /* the manager's loop is stopped by now */
         fg_sim_node_free(k->nodes[i]);
+    }
     free(k->nodes);
     fg_sim_trace_source_cleanup(&k->traces);
     pthread_mutex_destroy(&k->mu);

@@ -87,6 +87,8 @@ struct fg_sim_node {
     bool adopted;                 /* the pods a previous run of the kubelets ran here are taken back */
     enum fg_sim_runtime runtime;
     struct fg_sim_devices devices;
+    struct fg_resources capacity; /* its group's, plus the devices its plugins list (mu) */
+    struct fg_sim_fracgpu *fracgpu;   /* fracgpu's device plugin's side of the node (kubelet_fracgpu.c) */
     unsigned ngpus;
     char gpu_uuid[FG_SIM_MAX_GPUS][FG_SIM_GPU_UUID_LEN + 1];
     bool gpus_written;            /* files: its state file is written, showing `shown` */
@@ -214,6 +216,18 @@ int fg_sim_nvidia_gpu_index(const struct fg_sim_node *n, const char *uuid);
  * it — all, none or void, or a list of UUIDs and indices — as a comma-separated list of UUIDs in out
  * (size bytes); false when it gives no GPU. */
 bool fg_sim_nvidia_visible(const struct fg_sim_node *n, const char *devices, char *out, size_t size);
+
+/* kubelet_fracgpu.c: fracgpu's device plugin on a GPU node with gpuState files, over the real
+ * device-plugin gRPC (e2e/devicemanager on the manager's loop): the node's kubelet.sock and
+ * PodResources socket, fracgpu.io/gpu-share admitted through the plugin's Allocate, the Node's
+ * capacity following the slots it lists. */
+/* At a node's boot (ticker thread, mu not held): the node's kubelet sockets. */
+void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n);
+/* Every tick (ticker thread, mu not held): the slots the plugin lists become the node's capacity;
+ * true when they changed (the Node's status is then due). */
+bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n);
+/* The node goes, or the kubelets stop (loop_running false: the loop is stopped already). */
+void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool loop_running);
 
 /* kubelet_gpus.c */
 /* Which GPUs of p's node each container of p uses (c->gpus) and p's usage profile (p->usage);

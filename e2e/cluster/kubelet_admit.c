@@ -47,7 +47,7 @@ static const char *admit(struct fg_sim_node *node, json_object *node_json, json_
     const struct fg_resources *used = &node->used;
     for (size_t i = 0; i < requests->n; i++) {
         const struct fg_resource_amount *r = &requests->v[i];
-        int64_t have = fg_resources_get(used, r->name), cap = fg_resources_get(&node->group->capacity, r->name);
+        int64_t have = fg_resources_get(used, r->name), cap = fg_resources_get(&node->capacity, r->name);
         if (r->milli <= 0 || have + r->milli <= cap)
             continue;
         snprintf(reason, reason_size, "OutOf%s", r->name);

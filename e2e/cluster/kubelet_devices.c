@@ -123,6 +123,14 @@ static void answer_free(struct fg_sim_alloc_response *a)
     for (size_t i = 0; i < a->nenv; i++)
         free(a->env[i]);
     free(a->env);
+    for (size_t i = 0; i < a->nmounts; i++) {
+        free(a->mounts[i].container_path);
+        free(a->mounts[i].host_path);
+    }
+    free(a->mounts);
+    for (size_t i = 0; i < a->ncdi; i++)
+        free(a->cdi[i]);
+    free(a->cdi);
     for (size_t i = 0; i < a->nids; i++)
         free(a->ids[i]);
     free(a->ids);
@@ -248,22 +256,39 @@ struct question {
     char why[FG_ERRMSG_MAX];
 };
 
-/* The plugins' answers for p's grants, for a container started again after a restart of the
- * kubelets: [{container, resource, env}]. */
+static json_object *strings(char *const *v, size_t n)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(a, json_object_new_string(v[i]));
+    return a;
+}
+
+/* The plugins' answers for p's grants (devices.json, see the header). */
 static void write_checkpoint(const struct fg_sim_pod *p, const struct question *q, size_t nq)
 {
     json_object *list = json_object_new_array();
     for (size_t i = 0; i < nq; i++) {
         const struct fg_sim_grant *g = &p->grants[q[i].grant];
-        json_object *e = json_object_new_object(), *env = json_object_new_array();
+        const struct fg_sim_alloc_response *a = &q[i].answer;
+        json_object *e = json_object_new_object(), *mounts = json_object_new_array();
         fg_json_set_str(e, "container", p->containers[g->container].name);
         fg_json_set_str(e, "resource", g->resource);
-        for (size_t j = 0; j < q[i].answer.nenv; j++)
-            json_object_array_add(env, json_object_new_string(q[i].answer.env[j]));
-        json_object_object_add(e, "env", env);
+        json_object_object_add(e, "devices", a->nids ? strings(a->ids, a->nids) : strings(g->ids, g->nids));
+        json_object_object_add(e, "env", strings(a->env, a->nenv));
+        for (size_t j = 0; j < a->nmounts; j++) {
+            json_object *m = json_object_new_object();
+            fg_json_set_str(m, "containerPath", a->mounts[j].container_path);
+            fg_json_set_str(m, "hostPath", a->mounts[j].host_path);
+            json_object_object_add(m, "readOnly", json_object_new_boolean(a->mounts[j].read_only));
+            json_object_array_add(mounts, m);
+        }
+        json_object_object_add(e, "mounts", mounts);
+        json_object_object_add(e, "cdiDevices", strings(a->cdi, a->ncdi));
         json_object_array_add(list, e);
     }
     char path[PATH_MAX + 32];
+    fg_mkdir_p(p->dir);
     snprintf(path, sizeof path, "%s/" CHECKPOINT, p->dir);
     const char *text = json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN);
     if (fg_write_file_atomic(path, text, strlen(text)))
@@ -302,8 +327,8 @@ bool fg_sim_devices_allocate(struct fg_sim_kubelets *k, struct fg_sim_pod *p)
             q[i].err = fg_errmsg(q[i].why, FG_E_INTERNAL, "%zu devices given for %zu", q[i].answer.nids, q[i].req.n);
         ok = !q[i].err;
     }
-    if (ok && has_real && nq)
-        write_checkpoint(p, q, nq);
+    if (ok && nq && (has_real || k->cfg->kubelet.gpu_state == FG_SIM_GPU_STATE_FILES))
+        write_checkpoint(p, q, nq);   /* nothing per pod is written for thousands of nodes in memory */
     pthread_mutex_lock(&k->mu);
     for (size_t i = 0; i < nq; i++) {
         struct fg_sim_grant *g = &p->grants[q[i].grant];
@@ -373,6 +398,20 @@ static void read_checkpoint(struct fg_sim_pod *p)
                 g->answer.env = fg_realloc(g->answer.env, (g->answer.nenv + 1) * sizeof *g->answer.env);
                 g->answer.env[g->answer.nenv++] = fg_strdup(json_object_get_string(json_object_array_get_idx(env, v)));
             }
+            json_object *mounts = fg_json_get(e, "mounts", NULL), *cdi = fg_json_get(e, "cdiDevices", NULL);
+            for (size_t v = 0; v < fg_json_array_len(mounts); v++) {
+                json_object *m = json_object_array_get_idx(mounts, v);
+                const char *cp = fg_json_get_str(m, "containerPath", NULL), *hp = fg_json_get_str(m, "hostPath", NULL);
+                if (!cp || !hp)
+                    continue;
+                g->answer.mounts = fg_realloc(g->answer.mounts, (g->answer.nmounts + 1) * sizeof *g->answer.mounts);
+                g->answer.mounts[g->answer.nmounts++] = (struct fg_sim_plugin_mount){
+                    fg_strdup(cp), fg_strdup(hp), json_object_get_boolean(fg_json_get(m, "readOnly", NULL)) };
+            }
+            for (size_t v = 0; v < fg_json_array_len(cdi); v++) {
+                g->answer.cdi = fg_realloc(g->answer.cdi, (g->answer.ncdi + 1) * sizeof *g->answer.cdi);
+                g->answer.cdi[g->answer.ncdi++] = fg_strdup(json_object_get_string(json_object_array_get_idx(cdi, v)));
+            }
             g->answered = true;
         }
     }
@@ -417,7 +456,7 @@ void fg_sim_devices_adopt(struct fg_sim_node *node, struct fg_sim_pod *p, json_o
             }
         }
     }
-    if (p->has_real && p->ngrants)
+    if (p->ngrants)
         read_checkpoint(p);
 }
 

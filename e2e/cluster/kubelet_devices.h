@@ -24,8 +24,10 @@
  *
  * Where a grant is recorded: in the container's status, allocatedResourcesStatus (kube's field for
  * a container's devices and their health), from which a restarted kubelets process takes its pods'
- * devices back; and, for a pod with real processes, the plugins' answers in <pod dir>/devices.json
- * (kube keeps them in its checkpoint) so a container started again gets the same environment.
+ * devices back; and the plugins' answers in <pod dir>/devices.json (kube keeps them in its
+ * checkpoint): [{container, resource, devices, env, mounts: [{containerPath, hostPath, readOnly}],
+ * cdiDevices}], so a container started again gets the same answer, and what each container got can be
+ * read back.
  * fg_sim_pod_resources_list answers what kube's PodResources API List answers: per pod and
  * container, each resource and its device IDs.
  *
@@ -61,12 +63,22 @@ struct fg_sim_alloc_request {
     size_t nids;
 };
 
-/* What the plugin answers: environment variables as "NAME=value", and the devices it chose when it
- * chooses; owned (malloc'ed) strings the caller frees. Mounts, device nodes, CDI device names and
- * annotations are not simulated. */
+/* A mount a plugin asks for: host_path (on this machine) at container_path. */
+struct fg_sim_plugin_mount {
+    char *container_path, *host_path;
+    bool read_only;
+};
+
+/* What the plugin answers: environment variables as "NAME=value", mounts, CDI device names
+ * ("nvidia.com/gpu=GPU-..."), and the devices it chose when it chooses; owned (malloc'ed), the caller
+ * frees. Device nodes and annotations are not simulated. */
 struct fg_sim_alloc_response {
     char **env;
     size_t nenv;
+    struct fg_sim_plugin_mount *mounts;
+    size_t nmounts;
+    char **cdi;
+    size_t ncdi;
     char **ids;
     size_t nids;
 };

@@ -117,6 +117,34 @@ json_object *fg_sim_read_data(struct fg_sim_kubelets *k, bool secret, const char
     return out;
 }
 
+/* The GPUs the NVIDIA container runtime gives the container, in any of the forms a device plugin
+ * answers in: NVIDIA_VISIBLE_DEVICES, CDI device names (nvidia.com/gpu=<UUID>), and mounts under
+ * /var/run/nvidia-container-devices/<UUID> — a comma-separated list for fg_sim_nvidia_visible (caller
+ * frees). */
+static char *runtime_devices(struct fg_sim_spawn *s)
+{
+    static const char cdi_prefix[] = "nvidia.com/gpu=", mount_prefix[] = "/var/run/nvidia-container-devices/";
+    struct fg_buf b = FG_BUF_INIT;
+    const char *env = env_get(s, "NVIDIA_VISIBLE_DEVICES");
+    fg_buf_put_str(&b, env ? env : "");
+    for (size_t i = 0; i < s->p->ngrants; i++) {
+        const struct fg_sim_grant *g = &s->p->grants[i];
+        if (g->container != s->container)
+            continue;
+        for (size_t j = 0; j < g->answer.ncdi; j++)
+            if (fg_str_has_prefix(g->answer.cdi[j], cdi_prefix)) {
+                fg_buf_put_str(&b, ",");
+                fg_buf_put_str(&b, g->answer.cdi[j] + strlen(cdi_prefix));
+            }
+        for (size_t j = 0; j < g->answer.nmounts; j++)
+            if (fg_str_has_prefix(g->answer.mounts[j].container_path, mount_prefix)) {
+                fg_buf_put_str(&b, ",");
+                fg_buf_put_str(&b, g->answer.mounts[j].container_path + strlen(mount_prefix));
+            }
+    }
+    return fg_buf_take(&b);
+}
+
 enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, json_object *pod, json_object *spec, struct fg_sim_spawn *s)
 {
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
@@ -205,11 +233,17 @@ enum fg_err fg_sim_spawn_env(struct fg_sim_kubelets *k, json_object *pod, json_o
     snprintf(kubeconfig, sizeof kubeconfig, "%s/kubeconfig", s->p->dir);
     env_set(s, "KUBECONFIG", kubeconfig);
     char visible[FG_SIM_MAX_GPUS * (FG_SIM_GPU_UUID_LEN + 1) + 1];
-    if (k->cfg->kubelet.gpu_state == FG_SIM_GPU_STATE_FILES &&
-        fg_sim_nvidia_visible(s->node, env_get(s, "NVIDIA_VISIBLE_DEVICES"), visible, sizeof visible)) {
+    char *devices = runtime_devices(s);
+    bool gpus = k->cfg->kubelet.gpu_state == FG_SIM_GPU_STATE_FILES &&
+                fg_sim_nvidia_visible(s->node, devices, visible, sizeof visible);
+    free(devices);
+    if (gpus) {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/usr/lib/nvidia", s->node->root);
         env_set(s, "LD_LIBRARY_PATH", path);
+        char *search = fg_asprintf("%s/usr/bin:%s", s->node->root, env_get(s, "PATH") ? env_get(s, "PATH") : "");
+        env_set(s, "PATH", search);   /* the MPS binaries the runtime injects */
+        free(search);
         snprintf(path, sizeof path, "%s/nvml/state.json", s->node->root);
         env_set(s, "FG_FAKE_NVML_STATE", path);
         env_set(s, "FG_FAKE_NVML_VISIBLE", visible);

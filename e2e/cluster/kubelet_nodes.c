@@ -137,8 +137,8 @@ static json_object *condition(const char *type, const char *status, const char *
 static json_object *node_status(struct fg_sim_node *n, const char *now)
 {
     json_object *st = json_object_new_object();
-    json_object_object_add(st, "capacity", fg_resources_to_json(&n->group->capacity));
-    json_object_object_add(st, "allocatable", fg_resources_to_json(&n->group->capacity));
+    json_object_object_add(st, "capacity", fg_resources_to_json(&n->capacity));
+    json_object_object_add(st, "allocatable", fg_resources_to_json(&n->capacity));
     json_object *conds = json_object_new_array();
     json_object_array_add(conds, condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
                                            "kubelet has sufficient memory available", now, n->since));
@@ -307,6 +307,7 @@ static void discover(struct fg_sim_kubelets *k, json_object *instance)
     struct fg_sim_node *n = fg_calloc(1, sizeof *n);
     snprintf(n->name, sizeof n->name, "%s", name);
     n->group = g;
+    fg_resources_sum(&n->capacity, &g->capacity);
     snprintf(n->root, sizeof n->root, "%.1023s/nodes/%.95s", k->dir, name);
     static const char *const dirs[] = { "proc", "pods", "var/lib/kubelet/device-plugins", "var/lib/kubelet/pod-resources" };
     for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
@@ -374,11 +375,13 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
             pthread_mutex_unlock(&k->mu);
             if (node->registered)
                 retire(k, node);
+            fg_sim_fracgpu_free(k, node, true);
             fg_sim_node_free(node);
             continue;
         }
         if (!node->registered && now >= node->boot_at_ns) {
             fg_sim_nvidia_install(k, node);
+            fg_sim_fracgpu_boot(k, node);
             if (register_node(k, node) == FG_OK) {
                 pthread_mutex_lock(&k->mu);
                 node->registered = true;
@@ -392,6 +395,8 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
             if (renew_lease(k, node) == FG_OK)
                 node->next_lease_ns = now + k->cfg->kubelet.lease_ns;
         }
+        if (node->registered && fg_sim_fracgpu_tick(k, node))
+            node->next_status_ns = now;   /* a device plugin's resource changed: report it */
         if (node->registered && now >= node->next_status_ns) {
             char stamp[FG_TIME_MAX];
             fg_time_format(fg_clock_wall_ms(), stamp);

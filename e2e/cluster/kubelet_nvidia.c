@@ -26,6 +26,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/kubelet.h"
+#include "e2e/cluster/selfpath.h"
 
 #define COMPONENT "kubelet"
 
@@ -64,6 +65,32 @@ void fg_sim_nvidia_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
         fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU, &nvidia_plugin, NULL, ids, n->ngpus);
 }
 
+/* What tells a device plugin (fracgpu's auto-detection, NVIDIA's own) how the node's runtime takes a
+ * container's GPUs: a CDI spec for nvidia.com/gpu, or the runtime's volume-mount setting. */
+static void write_runtime_config(const struct fg_sim_node *n)
+{
+    char dir[PATH_MAX + 64], path[PATH_MAX + 96];
+    snprintf(dir, sizeof dir, "%s/etc/cdi", n->root);
+    fg_remove_tree(dir);
+    snprintf(dir, sizeof dir, "%s/etc/nvidia-container-runtime", n->root);
+    fg_remove_tree(dir);
+    const char *text = NULL;
+    if (n->group->device_list == FG_SIM_DEVICE_LIST_CDI) {
+        snprintf(dir, sizeof dir, "%s/etc/cdi", n->root);
+        snprintf(path, sizeof path, "%s/nvidia.yaml", dir);
+        text = "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []   # (simulated: the runtime resolves the names)\n";
+    } else if (n->group->device_list == FG_SIM_DEVICE_LIST_VOLUME_MOUNTS) {
+        snprintf(path, sizeof path, "%s/config.toml", dir);
+        text = "accept-nvidia-visible-devices-envvar-when-unprivileged = false\n"
+               "accept-nvidia-visible-devices-as-volume-mounts = true\n";
+    }
+    if (!text)
+        return;
+    fg_mkdir_p(dir);
+    if (fg_write_file_atomic(path, text, strlen(text)))
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot write %s", n->name, path);
+}
+
 void fg_sim_nvidia_install(struct fg_sim_kubelets *k, struct fg_sim_node *n)
 {
     if (!n->ngpus || k->cfg->kubelet.gpu_state != FG_SIM_GPU_STATE_FILES)
@@ -76,6 +103,16 @@ void fg_sim_nvidia_install(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     unlink(path);
     if (symlink(target, path))
         fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot link the NVML library: %s", n->name, strerror(errno));
+    /* the MPS binaries the NVIDIA runtime injects with the compute capability (kubelet_env.c puts the
+     * node's usr/bin first in a GPU container's PATH) */
+    snprintf(path, sizeof path, "%s/usr/bin", n->root);
+    fg_mkdir_p(path);
+    snprintf(path, sizeof path, "%s/usr/bin/nvidia-cuda-mps-control", n->root);
+    fg_sim_self_path(target, sizeof target, "fracgpu-sim-mps-control");
+    unlink(path);
+    if (symlink(target, path))
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot link the MPS control: %s", n->name, strerror(errno));
+    write_runtime_config(n);
     snprintf(path, sizeof path, "%s/nvml", n->root);
     fg_mkdir_p(path);
     snprintf(path, sizeof path, "%s/proc", n->root);   /* processes of an earlier boot are gone */

@@ -139,6 +139,16 @@ enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, json_object *pod, js
             snprintf(mt->host + n, sizeof mt->host - n, "/%s", sub);
         }
     }
+    /* the mounts the device plugins answered with (an MPS pipe, a device list): their host paths are
+     * this machine's already, as the plugin named them */
+    for (size_t i = 0; i < s->p->ngrants; i++) {
+        const struct fg_sim_grant *g = &s->p->grants[i];
+        for (size_t j = 0; g->container == s->container && j < g->answer.nmounts && s->nmounts < FG_SIM_MAX_MOUNTS; j++) {
+            struct fg_sim_spawn_mount *mt = &s->mounts[s->nmounts++];
+            mt->container_path = g->answer.mounts[j].container_path;
+            snprintf(mt->host, sizeof mt->host, "%s", g->answer.mounts[j].host_path);
+        }
+    }
     return FG_OK;
 }
 

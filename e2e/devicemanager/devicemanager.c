@@ -149,12 +149,30 @@ static enum fg_err serve_registration(struct fg_dm *dm, char *errmsg)
     return fg_grpc_server_new(dm->base, &so, &dm->registration, errmsg);
 }
 
+/* What a starting kubelet does to its device-plugin directory: every socket in it goes, so each
+ * plugin sees its own vanish and registers again. */
+static void remove_sockets(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[FG_DM_PATH_MAX + 300];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 enum fg_err fg_dm_new(struct event_base *base, const struct fg_dm_opts *opts, struct fg_dm **out, char *errmsg)
 {
     struct fg_dm *dm = fg_calloc(1, sizeof(*dm));
     dm->base = base;
     snprintf(dm->dir, sizeof(dm->dir), "%s", opts->dir);
     snprintf(dm->kubelet_path, sizeof(dm->kubelet_path), "%s/" FG_KUBELET_SOCKET, opts->dir);
+    remove_sockets(dm->dir);
     enum fg_err err = serve_registration(dm, errmsg);
     if (!err && opts->pod_resources_socket)
         err = fg__dm_serve_pod_resources(dm, opts->pod_resources_socket, errmsg);
@@ -186,17 +204,7 @@ enum fg_err fg_dm_restart(struct fg_dm *dm, char *errmsg)
     for (size_t i = 0; i < dm->nplugins; i++)
         plugin_free(dm->plugins[i]);
     dm->nplugins = 0;
-    DIR *d = opendir(dm->dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[FG_DM_PATH_MAX + 300];
-        struct stat st;
-        snprintf(path, sizeof(path), "%s/%s", dm->dir, e->d_name);
-        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
+    remove_sockets(dm->dir);
     return serve_registration(dm, errmsg);
 }
 

@@ -13,9 +13,9 @@
  *     leaves nothing allocated: the kubelet fails such a pod with UnexpectedAdmissionError.
  *   - PodResources: /v1.PodResourcesLister/List on its own socket, every pod holding devices with
  *     its containers' device IDs per resource, as the kubelet's pod-resources endpoint answers.
- *   - fg_dm_restart does what a kubelet restart does to the directory: every socket in it is removed
- *     and kubelet.sock is created afresh, so plugins must notice and register again; allocations
- *     survive (the kubelet checkpoints them).
+ *   - Starting (fg_dm_new) and fg_dm_restart do what a starting kubelet does to the directory: every
+ *     socket in it is removed and kubelet.sock is created afresh, so plugins must notice and register
+ *     again; across fg_dm_restart allocations survive (the kubelet checkpoints them).
  *
  * Threading: everything on the thread running the event_base given to fg_dm_new; callers on other
  * threads go through that loop (e.g. fg_kube_loop_call_wait). Ownership: the manager owns its

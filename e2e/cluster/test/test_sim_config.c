@@ -56,7 +56,7 @@ static const char *const full =
     "    capacity: {cpu: \"8\", memory: 32Gi, pods: 110, nvidia.com/gpu: 4}\n"
     "    labels: {nvidia.com/gpu.present: \"true\"}\n"
     "    taints: [{key: nvidia.com/gpu, effect: NoSchedule}]\n"
-    "    gpu: {model: NVIDIA H100 80GB HBM3, memory: 80Gi}\n"
+    "    gpu: {model: NVIDIA H100 80GB HBM3, memory: 80Gi, deviceListStrategy: cdi-cri}\n"
     "  - name: big\n    maxSize: 2\n    capacity: {cpu: 64, memory: 256Gi, pods: 110}\n"
     "  - name: plain-gpu\n    maxSize: 1\n    capacity: {cpu: 8, memory: 32Gi, pods: 110, nvidia.com/gpu: 2}\n"
     "autoscaler: {scanInterval: 500ms, scaleUpDelay: 1s, provisionDelay: 1s, scaleDownUnneeded: 5s,"
@@ -92,6 +92,8 @@ static void test_full(void **state)
     assert_int_equal(c.groups[1].initial_size, 0);   /* minSize when not given */
     assert_int_equal(c.groups[0].gpu_memory_mib, 81920);
     assert_string_equal(c.groups[0].gpu_model, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(c.groups[0].device_list, FG_SIM_DEVICE_LIST_CDI);
+    assert_int_equal(c.groups[2].device_list, FG_SIM_DEVICE_LIST_ENVVAR);   /* the default */
     assert_int_equal(json_object_array_length(c.groups[0].taints), 1);
     assert_int_equal(c.autoscale.scan_ns, 500 * FG_NS_PER_MS);
     assert_int_equal(c.autoscale.scale_down_delay_after_add_ns, 0);
@@ -135,6 +137,10 @@ static void test_bad_input(void **state)
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, taints: [{key: k, effect: NoSchedule, x: 1}]}]\n",
           "taints[0].x: unknown field" },
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, gpu: {memory: -1}}]\n", "gpu.memory" },
+        { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, gpu: {deviceListStrategy: cdi}}]\n",
+          "gpu.deviceListStrategy: envvar, volume-mounts or cdi-cri" },
+        { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1}, gpu: {deviceListStrategy: [x]}}]\n",
+          "gpu.deviceListStrategy" },
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1, nvidia.com/gpu: 17}}]\n",
           "nodeGroups[0].capacity.nvidia.com/gpu: a whole number of GPUs from 0 to 16" },
         { "nodeGroups: [{name: a, capacity: {cpu: 1, memory: 1Gi, pods: 1, nvidia.com/gpu: 500m}}]\n",

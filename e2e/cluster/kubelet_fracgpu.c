@@ -1,0 +1,293 @@
+/*
+ * kubelet_fracgpu — fracgpu's device plugin on a simulated GPU node (kubelet.h).
+ *
+ * A real kubelet serves the Registration service on /var/lib/kubelet/device-plugins/kubelet.sock
+ * and the PodResources API on /var/lib/kubelet/pod-resources/kubelet.sock, and at admission asks
+ * the plugin of each extended resource a pod requests for its devices. Here each GPU node (gpuState
+ * files) gets the same from e2e/devicemanager (fg_dm), on the kubelets' manager loop, at
+ * <node>/var/lib/kubelet/...: fracgpu's node agent, whose DaemonSet's hostPaths map to those
+ * directories, registers fracgpu.io/gpu-share there over the real gRPC. The node's device manager
+ * (kubelet_devices.h) knows the resource through a plugin that `chooses`, which forwards:
+ *   - allocate (a pod worker, no lock held) → fg_dm_allocate, waited for: the devices and the reply
+ *     (env, mounts, CDI names) become the container's; a refusal fails the pod with kube's
+ *     UnexpectedAdmissionError and the plugin's gRPC status in the message;
+ *   - release and restore (under the kubelets' lock) → fg_dm_pod_gone and fg_dm_record, queued and
+ *     handed to the loop, which must not be waited for under that lock.
+ * The slots the plugin lists (healthy ones) are the node's fracgpu.io/gpu-share capacity, in its
+ * status and at admission, as a kubelet reports a device plugin's resource. A restarted kubelets
+ * process starts each node's device manager afresh, which removes the plugin's socket as a
+ * restarting kubelet does, so the plugin registers again.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/mem.h"
+#include "e2e/cluster/kubelet.h"
+#include "e2e/devicemanager/devicemanager.h"
+#include "operator/kube/loop.h"
+
+#define COMPONENT "kubelet"
+#define ALLOCATE_TIMEOUT_MS 15000
+#define LOOP_TIMEOUT_MS 5000
+
+struct queued {
+    bool restore; /* else a release */
+    char uid[64], ns[64], name[254], container[128];
+    char **ids;
+    size_t n;
+};
+
+struct fg_sim_fracgpu {
+    struct fg_sim_kubelets *k;
+    char node[FG_SIM_NODE_NAME_MAX];
+    char dir[PATH_MAX], pod_resources[PATH_MAX];
+    struct fg_dm *dm;             /* the loop's */
+    pthread_mutex_t mu;           /* guards what follows */
+    pthread_cond_t idle;
+    unsigned inflight;            /* allocations under way */
+    bool stopping;
+    struct queued *q;
+    size_t nq;
+    size_t slots;                 /* the ticker's: healthy slots last seen */
+};
+
+static struct fg_kube_loop *loop_of(const struct fg_sim_fracgpu *f)
+{
+    return fg_manager_loop(f->k->m);
+}
+
+static void queued_cleanup(struct queued *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        free(e->ids[i]);
+    free(e->ids);
+}
+
+/* ---- the loop's side ---- */
+
+struct start_step {
+    struct fg_sim_fracgpu *f;
+    enum fg_err err;
+    char msg[FG_ERRMSG_MAX];
+};
+
+static void start_on_loop(void *ud)
+{
+    struct start_step *s = ud;
+    struct fg_dm_opts o = { s->f->dir, s->f->pod_resources };
+    s->err = fg_dm_new(fg_kube_loop_base(loop_of(s->f)), &o, &s->f->dm, s->msg);
+}
+
+static void free_on_loop(void *ud)
+{
+    struct fg_sim_fracgpu *f = ud;
+    fg_dm_free(f->dm);
+    f->dm = NULL;
+}
+
+static void drain_on_loop(void *ud)
+{
+    struct fg_sim_fracgpu *f = ud;
+    pthread_mutex_lock(&f->mu);
+    struct queued *q = f->q;
+    size_t n = f->nq;
+    f->q = NULL;
+    f->nq = 0;
+    pthread_mutex_unlock(&f->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (f->dm && q[i].restore)
+            fg_dm_record(f->dm, q[i].ns, q[i].name, q[i].uid, q[i].container, FG_RESOURCE_GPU_SHARE,
+                         (const char *const *)q[i].ids, q[i].n);
+        else if (f->dm)
+            fg_dm_pod_gone(f->dm, q[i].uid);
+        queued_cleanup(&q[i]);
+    }
+    free(q);
+}
+
+struct probe {
+    struct fg_sim_fracgpu *f;
+    size_t healthy;
+};
+
+static void probe_on_loop(void *ud)
+{
+    struct probe *p = ud;
+    p->healthy = 0;
+    if (p->f->dm)
+        fg_dm_resource(p->f->dm, FG_RESOURCE_GPU_SHARE, NULL, &p->healthy);
+}
+
+/* ---- the plugin, as the node's device manager sees it ---- */
+
+static void enqueue(struct fg_sim_fracgpu *f, const struct queued *e)
+{
+    pthread_mutex_lock(&f->mu);
+    f->q = fg_realloc(f->q, (f->nq + 1) * sizeof *f->q);
+    f->q[f->nq++] = *e;
+    pthread_mutex_unlock(&f->mu);
+    fg_kube_loop_call(loop_of(f), drain_on_loop, f); /* freeing f waits for the loop past this call */
+}
+
+static void release(void *ud, const char *pod_uid)
+{
+    struct queued e = { .restore = false };
+    snprintf(e.uid, sizeof e.uid, "%s", pod_uid);
+    enqueue(ud, &e);
+}
+
+static void restore(void *ud, const struct fg_sim_alloc_request *req)
+{
+    struct queued e = { .restore = true };
+    snprintf(e.uid, sizeof e.uid, "%s", req->pod_uid);
+    snprintf(e.ns, sizeof e.ns, "%s", req->pod_namespace);
+    snprintf(e.name, sizeof e.name, "%s", req->pod_name);
+    snprintf(e.container, sizeof e.container, "%s", req->container);
+    e.ids = fg_calloc(req->nids ? req->nids : 1, sizeof *e.ids);
+    for (size_t i = 0; i < req->nids; i++)
+        e.ids[e.n++] = fg_strdup(req->ids[i]);
+    enqueue(ud, &e);
+}
+
+/* The reply of the plugin as the node's device manager keeps it. */
+static void take_reply(const struct fg_dm_result *r, struct fg_sim_alloc_response *resp)
+{
+    const V1beta1__ContainerAllocateResponse *c = r->reply;
+    resp->env = fg_calloc(c->n_envs ? c->n_envs : 1, sizeof *resp->env);
+    for (size_t i = 0; i < c->n_envs; i++)
+        resp->env[resp->nenv++] = fg_asprintf("%s=%s", c->envs[i]->key, c->envs[i]->value);
+    resp->mounts = fg_calloc(c->n_mounts ? c->n_mounts : 1, sizeof *resp->mounts);
+    for (size_t i = 0; i < c->n_mounts; i++)
+        resp->mounts[resp->nmounts++] = (struct fg_sim_plugin_mount){
+            fg_strdup(c->mounts[i]->container_path), fg_strdup(c->mounts[i]->host_path), c->mounts[i]->read_only };
+    resp->cdi = fg_calloc(c->n_cdi_devices ? c->n_cdi_devices : 1, sizeof *resp->cdi);
+    for (size_t i = 0; i < c->n_cdi_devices; i++)
+        resp->cdi[resp->ncdi++] = fg_strdup(c->cdi_devices[i]->name);
+    resp->ids = fg_calloc(r->n ? r->n : 1, sizeof *resp->ids);
+    for (size_t i = 0; i < r->n; i++)
+        resp->ids[resp->nids++] = fg_strdup(r->device_ids[i]);
+}
+
+/* gRPC's status names as Go's codes.Code prints them, for kube's messages. */
+static const char *go_code(enum fg_grpc_status s)
+{
+    static const char *const names[] = { "OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded",
+                                         "NotFound", "AlreadyExists", "PermissionDenied", "ResourceExhausted",
+                                         "FailedPrecondition", "Aborted", "OutOfRange", "Unimplemented",
+                                         "Internal", "Unavailable", "DataLoss", "Unauthenticated" };
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "Unknown";
+}
+
+static enum fg_err allocate(void *ud, const struct fg_sim_alloc_request *req, struct fg_sim_alloc_response *resp,
+                            char *errmsg)
+{
+    struct fg_sim_fracgpu *f = ud;
+    pthread_mutex_lock(&f->mu);
+    bool stopping = f->stopping;
+    if (!stopping)
+        f->inflight++;
+    pthread_mutex_unlock(&f->mu);
+    if (stopping)
+        return fg_errmsg(errmsg, FG_E_SHUTDOWN, "the kubelet is stopping");
+    struct fg_dm_result r;
+    enum fg_err err = fg_dm_allocate_wait(loop_of(f), f->dm, req->pod_namespace, req->pod_name, req->pod_uid,
+                                          req->container, req->resource, req->n, ALLOCATE_TIMEOUT_MS, &r);
+    if (err == FG_E_NOT_FOUND_LOCAL)
+        fg_errmsg(errmsg, err, "no healthy devices present; cannot allocate unhealthy devices %s", req->resource);
+    else if (err == FG_E_BUSY)
+        fg_errmsg(errmsg, err, "requested number of devices unavailable for %s. Requested: %zu", req->resource, req->n);
+    else if (err)
+        fg_errmsg(errmsg, err, "the %s device plugin did not answer: %s", req->resource, fg_err_str(err));
+    else if (r.status != FG_GRPC_OK)
+        err = fg_errmsg(errmsg, FG_E_KUBE_FORBIDDEN, "rpc error: code = %s desc = %s", go_code(r.status), r.message);
+    else
+        take_reply(&r, resp);
+    if (!err || err == FG_E_KUBE_FORBIDDEN)
+        fg_dm_result_cleanup(&r);
+    pthread_mutex_lock(&f->mu);
+    f->inflight--;
+    pthread_cond_broadcast(&f->idle);
+    pthread_mutex_unlock(&f->mu);
+    return err;
+}
+
+static const struct fg_sim_device_plugin fracgpu_plugin = {
+    .name = "fracgpu", .chooses = true, .allocate = allocate, .release = release, .restore = restore,
+};
+
+/* ---- the node's side ---- */
+
+void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    if (!n->ngpus || k->cfg->kubelet.gpu_state != FG_SIM_GPU_STATE_FILES || n->fracgpu)
+        return;
+    struct fg_sim_fracgpu *f = fg_calloc(1, sizeof *f);
+    f->k = k;
+    snprintf(f->node, sizeof f->node, "%s", n->name);
+    snprintf(f->dir, sizeof f->dir, "%.1279s/var/lib/kubelet/device-plugins", n->root);
+    snprintf(f->pod_resources, sizeof f->pod_resources, "%.1279s/var/lib/kubelet/pod-resources/kubelet.sock", n->root);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->idle, NULL);
+    struct start_step s = { f, FG_OK, "" };
+    if (fg_kube_loop_call_wait(fg_manager_loop(k->m), start_on_loop, &s, LOOP_TIMEOUT_MS) != FG_OK || s.err) {
+        fg_log(FG_LOG_ERROR, COMPONENT, "node %s: cannot serve the device-plugin sockets: %s", n->name,
+               s.msg[0] ? s.msg : "the loop did not answer");
+        pthread_cond_destroy(&f->idle);
+        pthread_mutex_destroy(&f->mu);
+        free(f);
+        return;
+    }
+    pthread_mutex_lock(&k->mu);
+    n->fracgpu = f;
+    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &fracgpu_plugin, f, NULL, 0);
+    pthread_mutex_unlock(&k->mu);
+}
+
+bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    struct fg_sim_fracgpu *f = n->fracgpu;
+    struct probe p = { f, 0 };
+    if (!f || fg_kube_loop_call_wait(fg_manager_loop(k->m), probe_on_loop, &p, LOOP_TIMEOUT_MS) != FG_OK ||
+        p.healthy == f->slots)
+        return false;
+    f->slots = p.healthy;
+    pthread_mutex_lock(&k->mu);
+    enum fg_err err = fg_resources_set(&n->capacity, FG_RESOURCE_GPU_SHARE, (int64_t)p.healthy * 1000);
+    pthread_mutex_unlock(&k->mu);
+    if (err)
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RESOURCE_GPU_SHARE);
+    fg_log(FG_LOG_INFO, COMPONENT, "node %s: %s %zu (the device plugin's healthy devices)", n->name,
+           FG_RESOURCE_GPU_SHARE, p.healthy);
+    return true;
+}
+
+void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool loop_running)
+{
+    struct fg_sim_fracgpu *f = n->fracgpu;
+    if (!f)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->stopping = true;
+    while (f->inflight)
+        pthread_cond_wait(&f->idle, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+    /* the loop runs calls in order: once this one ran, no drain of f is left in it */
+    if (!loop_running)
+        free_on_loop(f); /* the loop is stopped: nothing else runs there */
+    else if (fg_kube_loop_call_wait(fg_manager_loop(k->m), free_on_loop, f, LOOP_TIMEOUT_MS) != FG_OK) {
+        fg_log(FG_LOG_ERROR, COMPONENT, "node %s: the loop did not close its device-plugin sockets", n->name);
+        n->fracgpu = NULL; /* the loop may still run its calls: leaking f beats a use after free */
+        return;
+    }
+    for (size_t i = 0; i < f->nq; i++)
+        queued_cleanup(&f->q[i]);
+    free(f->q);
+    pthread_cond_destroy(&f->idle);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+    n->fracgpu = NULL;
+}
