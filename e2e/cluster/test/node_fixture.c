@@ -1,6 +1,7 @@
 /* node_fixture — the cluster, the API calls and the nodes' files of e2e_sim_node; see node_fixture.h. */
 #include "e2e/cluster/test/node_fixture.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -37,13 +39,25 @@ const char *nodetest_form_name(enum nodetest_form f)
 
 /* ---- the cluster ---- */
 
+/*
+ * The cluster's working directory is a short one of its own rather than simcluster's
+ * <dir>/cluster: a node's hostPaths live under <work>/nodes/<node>/, and an mps capacity holder's
+ * MPS control socket, <mps-root>/<GPU-UUID>/pipe/control, must fit a unix socket's 108 bytes there
+ * (under /tmp/fg-sim-test-XXXXXX/cluster it takes 117, and the daemon cannot start).
+ */
 int nodetest_start(void)
 {
     fg_log_set_level(FG_LOG_WARN);
     char config[512], msg[FG_ERRMSG_MAX] = "";
     snprintf(config, sizeof config, "%s/e2e/cluster/testdata/node-e2e.yaml", getenv("FG_SOURCE_DIR"));
-    if (fg_simcluster_start(&nt.sim, config, NULL, 60, msg) != FG_OK) {
-        fprintf(stderr, "cannot start the simulated cluster: %s\n", msg);
+    snprintf(nt.work, sizeof nt.work, "/tmp/fgn-XXXXXX");
+    if (!mkdtemp(nt.work)) {
+        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+        return -1;
+    }
+    const char *const extra[] = { "--dir", nt.work, NULL };   /* the last --dir is the one taken */
+    if (fg_simcluster_start(&nt.sim, config, extra, 60, msg) != FG_OK) {
+        fprintf(stderr, "cannot start the simulated cluster: %s (its directory: %s)\n", msg, nt.work);
         return -1;
     }
     nt.sim.k.timeout_s = 60;
@@ -67,6 +81,23 @@ int nodetest_start(void)
 void nodetest_stop(bool keep)
 {
     fg_simcluster_stop(&nt.sim, keep);
+    if (keep || getenv("FG_KEEP_SIM"))
+        fprintf(stderr, "its working directory kept in %s\n", nt.work);
+    else if (nt.work[0] && fg_remove_tree(nt.work) != 0)
+        fprintf(stderr, "cannot remove %s\n", nt.work);
+}
+
+char *nodetest_component_log(const char *component)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/logs/%s.log", nt.work, component);
+    struct fg_buf b;
+    fg_buf_init(&b, 0);
+    if (fg_buf_read_file(&b, path, NULL) != FG_OK)
+        fg_buf_reset(&b);
+    char *s = fg_strdup(fg_buf_str(&b));
+    fg_buf_cleanup(&b);
+    return s;
 }
 
 json_object *nodetest_at(json_object *a, size_t i)
@@ -209,7 +240,7 @@ size_t nodetest_events(const char *ns, const char *name, const char *reason, con
 
 char *nodetest_pod_dir(const char *node, const char *ns, const char *name, const char *uid)
 {
-    return fg_asprintf("%s/nodes/%s/pods/%s_%s_%s", nt.sim.work, node, ns, name, uid);
+    return fg_asprintf("%s/nodes/%s/pods/%s_%s_%s", nt.work, node, ns, name, uid);
 }
 
 json_object *nodetest_devices(const char *node, const char *ns, const char *name, const char *uid)
@@ -225,7 +256,7 @@ json_object *nodetest_devices(const char *node, const char *ns, const char *name
 json_object *nodetest_nvml_state(const char *node)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/nodes/%s/nvml/state.json", nt.sim.work, node);
+    snprintf(path, sizeof path, "%s/nodes/%s/nvml/state.json", nt.work, node);
     return json_object_from_file(path);
 }
 
@@ -435,13 +466,12 @@ void nodetest_fail(const char *ns, const char *name, const char *node, const cha
         free(log);
         json_object_put(agent);
     }
-    struct fg_buf kl;
-    fg_buf_init(&kl, 0);
-    if (name && fg_simcluster_log(&nt.sim, "kubelets", &kl) == FG_OK) {
+    if (name) {
+        char *kl = nodetest_component_log("kubelets");
         fg_buf_put_str(&out, "--- the kubelets' lines about it (last 20):\n");
-        tail_lines(&out, fg_buf_str(&kl), name, 20);
+        tail_lines(&out, kl, name, 20);
+        free(kl);
     }
-    fg_buf_cleanup(&kl);
     fprintf(stderr, "%s\n", fg_buf_str(&out));
     fg_buf_cleanup(&out);
     fail_msg("%s", msg);

@@ -35,6 +35,7 @@ enum nodetest_form { NODETEST_CDI, NODETEST_MOUNTS, NODETEST_ENV, NODETEST_FORMS
 
 struct nodetest {
     struct fg_simcluster sim;
+    char work[32];               /* the cluster's working directory (logs/, nodes/), short: see nodetest_start */
     char node[NODETEST_FORMS][96];
 };
 
@@ -46,8 +47,10 @@ const char *nodetest_form_name(enum nodetest_form f);
 
 /* Starts the cluster and finds its nodes; -1 (having said why on stderr) when it cannot. */
 int nodetest_start(void);
-/* Stops it; keeps its directory when keep (or $FG_KEEP_SIM). */
+/* Stops it; keeps its directories when keep (or $FG_KEEP_SIM). */
 void nodetest_stop(bool keep);
+/* The log of a cluster component ("kubelets", ...) into a new string ("" when none). */
+char *nodetest_component_log(const char *component);
 
 /* Element i of JSON array a, or NULL when a is not an array or is shorter (json-c asserts on both). */
 json_object *nodetest_at(json_object *a, size_t i);
@@ -81,7 +84,7 @@ size_t nodetest_events(const char *ns, const char *name, const char *reason, con
 
 /* ---- the nodes' files ---- */
 
-/* The directory of pod (ns, name, uid) on node: <work>/nodes/<node>/pods/<ns>_<name>_<uid>. */
+/* The directory of pod (ns, name, uid) on node: <nt.work>/nodes/<node>/pods/<ns>_<name>_<uid>. */
 char *nodetest_pod_dir(const char *node, const char *ns, const char *name, const char *uid);
 /* The pod's devices.json (NULL when the kubelet wrote none). */
 json_object *nodetest_devices(const char *node, const char *ns, const char *name, const char *uid);

@@ -213,8 +213,8 @@ static void check_devices(enum nodetest_form f, const char *name, const char *gp
         break;
     }
     if (mps) {
-        snprintf(pipe, sizeof pipe, "%s/nodes/%s/run/fracgpu/mps/%s/pipe", nt.sim.work, node, gpu);
-        snprintf(shm, sizeof shm, "%s/nodes/%s/run/fracgpu/mps/%s/shm", nt.sim.work, node, gpu);
+        snprintf(pipe, sizeof pipe, "%s/nodes/%s/run/fracgpu/mps/%s/pipe", nt.work, node, gpu);
+        snprintf(shm, sizeof shm, "%s/nodes/%s/run/fracgpu/mps/%s/shm", nt.work, node, gpu);
         ok = ok && has_mount(mounts, "/tmp/nvidia-mps", pipe, false) && has_mount(mounts, "/dev/shm", shm, false);
         nmounts += 2;
         snprintf(want, sizeof want, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", MPS_MILLI / 10);
@@ -257,7 +257,7 @@ static int teardown(void **state)
     (void)state;
     promtest_stop(&s.prom);
     char pattern[256];
-    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", nt.sim.work);
+    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", nt.work);
     glob_t g;
     int reports = 0;
     if (glob(pattern, 0, NULL, &g) == 0) {
@@ -572,7 +572,7 @@ static void test_mps(void **state)
     assert_string_not_equal(s.mps_gpu, s.cap_gpu[f]);
 
     char path[512];
-    snprintf(path, sizeof path, "%s/nodes/%s/run/fracgpu/mps/%s/pipe/fracgpu-sim-limits.json", nt.sim.work, nt.node[f],
+    snprintf(path, sizeof path, "%s/nodes/%s/run/fracgpu/mps/%s/pipe/fracgpu-sim-limits.json", nt.work, nt.node[f],
              s.mps_gpu);
     if (!nodetest_wait(file_exists, path, WAIT_MS))
         nodetest_fail(NODETEST_SYSTEM_NS, "capacity-mps", nt.node[f], "no MPS daemon's limits file at %s", path);
@@ -593,24 +593,31 @@ static void test_mps(void **state)
 /* ---- 6. a kubelet restart ---- */
 
 struct register_wait {
-    size_t before[NODETEST_FORMS];
+    size_t before[NODETEST_FORMS][2];
 };
 
-static size_t registrations(enum nodetest_form f)
+/* How many times the agent on f's node said it registers again, and that it registered. */
+static void registrations(enum nodetest_form f, size_t n[2])
 {
     json_object *agent = nodetest_agent_pod(nt.node[f]);
     char *log = nodetest_agent_log(nt.node[f], agent);
-    size_t n = nodetest_count(log, REGISTERED);
+    n[0] = nodetest_count(log, "registering again");
+    n[1] = nodetest_count(log, REGISTERED);
     free(log);
     json_object_put(agent);
-    return n;
+}
+
+static bool node_registered_again(const struct register_wait *w, enum nodetest_form f)
+{
+    size_t n[2];
+    registrations(f, n);
+    return n[0] > w->before[f][0] && n[1] > w->before[f][1];
 }
 
 static bool registered_again(void *ud)
 {
-    const struct register_wait *w = ud;
     for (int f = 0; f < NODETEST_FORMS; f++)
-        if (registrations(f) <= w->before[f])
+        if (!node_registered_again(ud, f))
             return false;
     return true;
 }
@@ -649,7 +656,7 @@ static void test_kubelet_restart(void **state)
     }
     struct register_wait w;
     for (int f = 0; f < NODETEST_FORMS; f++)
-        w.before[f] = registrations(f);
+        registrations(f, w.before[f]);
     pid_t old = nodetest_kubelets_pid();
     assert_true(old > 0);
     uint64_t t0 = fg_clock_mono_ns();
@@ -658,21 +665,14 @@ static void test_kubelet_restart(void **state)
         fail_msg("the supervisor did not start the kubelets again");
     if (!nodetest_wait(registered_again, &w, WAIT_MS)) {
         int late = 0;
-        while (late < NODETEST_FORMS - 1 && registrations(late) > w.before[late])
+        while (late < NODETEST_FORMS - 1 && node_registered_again(&w, late))
             late++;
-        nodetest_fail(NULL, NULL, nt.node[late], "the agent on %s did not register again after the kubelets restarted",
-                      nt.node[late]);
+        nodetest_fail(NULL, NULL, nt.node[late], "the agent on %s did not say it registers again, then registered, "
+                      "after the kubelets restarted", nt.node[late]);
     }
     s.reregister_ms = (double)(fg_clock_mono_ns() - t0) / 1e6;
-    for (int f = 0; f < NODETEST_FORMS; f++) {
-        json_object *agent = nodetest_agent_pod(nt.node[f]);
-        char *log = nodetest_agent_log(nt.node[f], agent);
-        if (!strstr(log, "registering again"))
-            nodetest_fail(NULL, NULL, nt.node[f], "the agent on %s did not say it registers again", nt.node[f]);
-        free(log);
-        json_object_put(agent);
+    for (int f = 0; f < NODETEST_FORMS; f++)
         wait_slots(f);
-    }
     check_tenants_run(running, uids, NRUNNING);
     run_tenant(NODETEST_ENV, "after-kubelet", 200, 4096, "timeslice", s.cap_gpu[NODETEST_ENV], "capacity-env", "");
 }
@@ -699,6 +699,24 @@ static bool new_agent_ready(void *ud)
     return ok && ready;
 }
 
+/* The agent on node (ud) took at least two running pods into its ledger, in one audit or more. */
+static bool adopted_two(void *ud)
+{
+    json_object *agent = nodetest_agent_pod(ud);
+    char *log = nodetest_agent_log(ud, agent);
+    static const char said[] = "\"took ";
+    unsigned long n = 0;
+    for (const char *p = log; (p = strstr(p, said)); p += strlen(said)) {
+        char *end = NULL;
+        unsigned long k = strtoul(p + strlen(said), &end, 10);
+        if (fg_str_has_prefix(end, " running pod"))
+            n += k;
+    }
+    free(log);
+    json_object_put(agent);
+    return n >= 2;
+}
+
 static void test_agent_restart(void **state)
 {
     (void)state;
@@ -721,8 +739,9 @@ static void test_agent_restart(void **state)
         nodetest_fail(NULL, NULL, nt.node[f], "the DaemonSet brought no new Ready agent to %s", nt.node[f]);
     wait_slots(f);
     run_tenant(f, "after-agent", 200, 4096, "timeslice", s.cap_gpu[f], "capacity-mounts", "");
-    /* the new agent audits 300 ms after its grant: the tenants it found are adopted, not removed */
-    nanosleep(&(struct timespec){ 1, 0 }, NULL);
+    /* the new agent audits 300 ms after its grant: the two tenants it finds holding slots are adopted */
+    if (!nodetest_wait(adopted_two, nt.node[f], 15000))
+        nodetest_fail(NULL, NULL, nt.node[f], "the new agent did not take the two running tenants into its ledger");
     check_tenants_run(here, uids, 2);
     agent = nodetest_agent_pod(nt.node[f]);
     char *log = nodetest_agent_log(nt.node[f], agent);
