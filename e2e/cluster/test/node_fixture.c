@@ -2,6 +2,7 @@
 #include "e2e/cluster/test/node_fixture.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,7 +193,8 @@ void nodetest_bind(const char *ns, const char *name, const char *node, const cha
     nodetest_sign(uid, node, gpu, atoll(milli), fg_str_eq(mib, "whole") ? 0 : atoll(mib), grant);
     char *body = fg_asprintf(
         "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\","
-        "\"annotations\":{\"" FG_ANN_GPU_UUID "\":\"%s\",\"" FG_ANN_GPU_INDEX "\":\"%d\",\"" FG_ANN_CAPACITY_POD "\":\"%s\","
+        "\"annotations\":{\"" FG_ANN_GPU_UUID "\":\"%s\",\"" FG_ANN_GPU_INDEX "\":\"%d\","
+        "\"" FG_ANN_CAPACITY_POD "\":\"%s\","
         "\"" FG_ANN_GRANT "\":\"%s\"}},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"%s\"}}",
         name, ns, uid, gpu, nodetest_gpu_index(node, gpu), capacity_pod, grant, node);
     json_object_put(pod);
@@ -314,12 +316,50 @@ char *nodetest_agent_log(const char *node, json_object *agent_pod)
     return s;
 }
 
+size_t nodetest_sanitizer_reports(void)
+{
+    char pattern[256];
+    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", nt.work);
+    glob_t g;
+    size_t reports = 0;
+    if (glob(pattern, 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        struct fg_buf b;
+        fg_buf_init(&b, 0);
+        if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
+            (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
+             strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
+            fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
+            reports++;
+        }
+        fg_buf_cleanup(&b);
+    }
+    globfree(&g);
+    return reports;
+}
+
 size_t nodetest_count(const char *s, const char *text)
 {
     size_t n = 0;
     for (const char *p = s; p && (p = strstr(p, text)); p += strlen(text))
         n++;
     return n;
+}
+
+long nodetest_kubelet_slots(const char *node, size_t *reports)
+{
+    char *log = nodetest_component_log("kubelets");
+    char said[160];
+    snprintf(said, sizeof said, "\"node %s: fracgpu.io/gpu-share ", node);
+    long slots = -1;
+    *reports = 0;
+    for (const char *p = log; (p = strstr(p, said)); p += strlen(said)) {
+        slots = strtol(p + strlen(said), NULL, 10);
+        (*reports)++;
+    }
+    free(log);
+    return slots;
 }
 
 pid_t nodetest_kubelets_pid(void)
@@ -437,7 +477,8 @@ void nodetest_fail(const char *ns, const char *name, const char *node, const cha
     if (ns && name) {
         json_object *pod = nodetest_pod(ns, name);
         fg_buf_put_str(&out, "--- the pod's metadata.annotations and status:\n");
-        fg_buf_put_str(&out, pod ? json_object_to_json_string(fg_json_get(pod, "metadata", "annotations", NULL)) : "(gone)");
+        json_object *annotations = fg_json_get(pod, "metadata", "annotations", NULL);
+        fg_buf_put_str(&out, pod ? json_object_to_json_string(annotations) : "(gone)");
         fg_buf_put_str(&out, "\n");
         fg_buf_put_str(&out, pod ? json_object_to_json_string(fg_json_get(pod, "status", NULL)) : "");
         json_object_put(pod);

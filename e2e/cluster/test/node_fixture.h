@@ -29,6 +29,7 @@
 #define NODETEST_NS "team-a"                 /* where the tenants and the users' pods live */
 #define NODETEST_SYSTEM_NS "fracgpu-system"
 #define NODETEST_UUID_MAX 48
+#define NODETEST_WAIT_MS 20000               /* the longest most waits take; a few seconds when all is well */
 
 /* The three nodes, by the device-list form their group declares. */
 enum nodetest_form { NODETEST_CDI, NODETEST_MOUNTS, NODETEST_ENV, NODETEST_FORMS };
@@ -99,8 +100,14 @@ int nodetest_gpu_index(const char *node, const char *uuid);
 json_object *nodetest_agent_pod(const char *node);
 /* The log of the node agent pod (ns/name/uid) on node, into a new string ("" when none). */
 char *nodetest_agent_log(const char *node, json_object *agent_pod);
+/* How many logs of real pod processes hold a sanitizer report (each named on stderr). */
+size_t nodetest_sanitizer_reports(void);
 /* How many times text occurs in s. */
 size_t nodetest_count(const char *s, const char *text);
+/* The fracgpu.io/gpu-share slots node's kubelet last said it has from the device plugin (the kubelets'
+ * log), -1 when it said none; *reports gets how many times it said so. The Node's status is not
+ * enough after a kubelet restart: it keeps the slots from before until the plugin is back. */
+long nodetest_kubelet_slots(const char *node, size_t *reports);
 /* The pid of the running kubelets component (from the supervisor's log), 0 when unknown. */
 pid_t nodetest_kubelets_pid(void);
 

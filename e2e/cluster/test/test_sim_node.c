@@ -34,7 +34,6 @@
  * the re-registration, the whole run) are printed at the end. FG_KEEP_SIM=1 keeps the cluster's
  * directory.
  */
-#include <glob.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -54,22 +53,18 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/cluster/test/node_fixture.h"
+#include "e2e/cluster/test/node_pods.h"
 #include "e2e/cluster/test/prom_fixture.h"
 #include "reconcilers/podcontract.h"
 
-#define WAIT_MS 30000
 #define SLOTS_PER_NODE "192"          /* 4 GPUs × the plugin's 48 slots */
-#define CONTEXT_OVERHEAD_MIB 500       /* the capacity holder's default */
-#define MOUNTS_DIR "/var/run/nvidia-container-devices"
-#define MPS_MILLI 250
-#define MPS_MIB 8192
 #define REGISTERED "registered " FG_RES_GPU_SHARE " with the kubelet"
 
 static struct {
     uint64_t start_ns;
     char cap_gpu[NODETEST_FORMS][NODETEST_UUID_MAX];   /* the GPU each capacity pod holds */
     char mps_gpu[NODETEST_UUID_MAX];
-    double impostor_ms, reregister_ms;
+    double impostor_ms, reregister_ms, slots_back_ms;
     struct promtest prom;
 } s;
 
@@ -83,163 +78,16 @@ static struct {
 
 /* ---- pods ---- */
 
-/* A tenant as fracgpu's webhook makes it (unbound, fracgpu's scheduler to place it), created in
- * NODETEST_NS with the allocation and `extra` annotations (JSON members, may be empty). Returns its UID. */
-static char *create_tenant(const char *name, int milli, int mib, const char *sharing, const char *extra)
+/* Creates tenant name — an mps tenant with mps's limits, else a timeslice one of 200 milli and
+ * 4 GiB — binds it to gpu, held by capacity pod cap on the node of form f, waits for it to run and
+ * checks what it got. */
+static void run_tenant(enum nodetest_form f, const char *name, const char *gpu, const char *cap,
+                       const struct nodetest_mps *mps)
 {
-    char *json = fg_asprintf(
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"" FG_LABEL_MANAGED "\":\"true\"},"
-        "\"annotations\":{\"" FG_ANN_COMPUTE_MILLI "\":\"%d\",\"" FG_ANN_MEMORY_MIB "\":\"%d\",\"" FG_ANN_SHARING "\":\"%s\","
-        "\"" FG_ANN_ISOLATION "\":\"shared\",\"" FG_ANN_ORIGINAL_REQUEST "\":\"1\"%s%s}},"
-        "\"spec\":{\"schedulerName\":\"" FG_SCHEDULER_NAME "\",\"containers\":[{\"name\":\"main\","
-        "\"image\":\"registry.example.com/llm:1\",\"resources\":{\"limits\":{\"" FG_RES_GPU_SHARE "\":\"1\"}}}]}}",
-        name, milli, mib, sharing, extra[0] ? "," : "", extra);
-    json_object *pod = nodetest_create_pod(NODETEST_NS, json);
-    free(json);
-    char *uid = fg_strdup(fg_json_get_str(pod, "metadata", "uid", NULL));
-    json_object_put(pod);
-    return uid;
-}
-
-/* A pod a user writes: spec.nodeName set and every annotation of pod `from` copied (its grant
- * included). Returns its UID. */
-static char *create_forged(const char *name, const char *from, const char *node)
-{
-    json_object *src = nodetest_pod(NODETEST_NS, from);
-    assert_non_null(src);
-    char *json = fg_asprintf(
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"annotations\":%s},"
-        "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"main\",\"image\":\"registry.example.com/llm:1\","
-        "\"resources\":{\"limits\":{\"" FG_RES_GPU_SHARE "\":\"1\"}}}]}}",
-        name, json_object_to_json_string(fg_json_get(src, "metadata", "annotations", NULL)), node);
-    json_object_put(src);
-    json_object *pod = nodetest_create_pod(NODETEST_NS, json);
-    free(json);
-    char *uid = fg_strdup(fg_json_get_str(pod, "metadata", "uid", NULL));
-    json_object_put(pod);
-    return uid;
-}
-
-/* A capacity pod as fracgpu's scheduler will create it, placed by the default scheduler on node. */
-static void create_capacity(const char *name, const char *node, const char *annotations)
-{
-    char *json = fg_asprintf(
-        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":{\"" FG_LABEL_ROLE "\":\""
-        FG_ROLE_CAPACITY "\"},\"annotations\":{%s}},"
-        "\"spec\":{\"serviceAccountName\":\"fracgpu-capacity-holder\",\"nodeSelector\":{\"kubernetes.io/hostname\":\"%s\"},"
-        "\"containers\":[{\"name\":\"holder\",\"image\":\"ghcr.io/fracgpu/fracgpu:0.1.0\","
-        "\"args\":[\"capacity-holder\",\"--mps-root=/run/fracgpu/mps\",\"--mps-health-interval=1s\"],"
-        "\"env\":[{\"name\":\"POD_NAME\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}},"
-        "{\"name\":\"POD_NAMESPACE\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.namespace\"}}},"
-        "{\"name\":\"NVIDIA_DRIVER_CAPABILITIES\",\"value\":\"compute,utility\"}],"
-        "\"securityContext\":{\"privileged\":true},"
-        "\"readinessProbe\":{\"httpGet\":{\"path\":\"/readyz\",\"port\":9403},\"periodSeconds\":1},"
-        "\"resources\":{\"limits\":{\"" FG_RES_NVIDIA_GPU "\":\"1\"}},"
-        "\"volumeMounts\":[{\"name\":\"mps\",\"mountPath\":\"/run/fracgpu/mps\"}]}],"
-        "\"volumes\":[{\"name\":\"mps\",\"hostPath\":{\"path\":\"/run/fracgpu/mps\",\"type\":\"DirectoryOrCreate\"}}]}}",
-        name, annotations, node);
-    json_object_put(nodetest_create_pod(NODETEST_SYSTEM_NS, json));
-    free(json);
-}
-
-static char *uid_of(const char *ns, const char *name)
-{
-    json_object *pod = nodetest_pod(ns, name);
-    char *uid = fg_strdup(pod ? fg_json_get_str(pod, "metadata", "uid", NULL) : "");
-    json_object_put(pod);
-    return uid;
-}
-
-/* Whether json array a holds string v. */
-static bool has_str(json_object *a, const char *v)
-{
-    for (size_t i = 0; i < fg_json_array_len(a); i++)
-        if (fg_str_eq(json_object_get_string(nodetest_at(a, i)), v))
-            return true;
-    return false;
-}
-
-static bool has_mount(json_object *mounts, const char *container_path, const char *host_path, bool read_only)
-{
-    for (size_t i = 0; i < fg_json_array_len(mounts); i++) {
-        json_object *m = nodetest_at(mounts, i), *ro = fg_json_get(m, "readOnly", NULL);
-        if (fg_str_eq(fg_json_get_str(m, "containerPath", NULL), container_path) &&
-            fg_str_eq(fg_json_get_str(m, "hostPath", NULL), host_path) &&
-            (ro ? json_object_get_boolean(ro) : false) == read_only)
-            return true;
-    }
-    return false;
-}
-
-/* What the kubelet got for pod (ns, name) on node of form f: exactly one record, for container main
- * and fracgpu.io/gpu-share, with one slot of gpu and, in f's form, gpu and nothing else (with mps, the
- * GPU's MPS pipe and shm and the tenant's limits too). */
-static void check_devices(enum nodetest_form f, const char *name, const char *gpu, bool mps)
-{
-    const char *node = nt.node[f];
-    char *uid = uid_of(NODETEST_NS, name);
-    json_object *d = nodetest_devices(node, NODETEST_NS, name, uid);
-    if (!d)
-        nodetest_fail(NODETEST_NS, name, node, "the kubelet wrote no devices.json for %s", name);
-    const char *text = json_object_to_json_string(d);
-    if (fg_json_array_len(d) != 1)
-        nodetest_fail(NODETEST_NS, name, node, "devices.json of %s holds %zu records: %s", name, fg_json_array_len(d), text);
-    json_object *r = nodetest_at(d, 0);
-    json_object *env = fg_json_get(r, "env", NULL), *mounts = fg_json_get(r, "mounts", NULL);
-    json_object *cdi = fg_json_get(r, "cdiDevices", NULL), *ids = fg_json_get(r, "devices", NULL);
-    char want[512], pipe[512], shm[512];
-    bool ok = fg_str_eq(fg_json_get_str(r, "container", NULL), "main") &&
-              fg_str_eq(fg_json_get_str(r, "resource", NULL), FG_RES_GPU_SHARE) && fg_json_array_len(ids) == 1;
-    snprintf(want, sizeof want, "%s::", gpu);
-    ok = ok && fg_str_has_prefix(json_object_get_string(nodetest_at(ids, 0)), want);
-    size_t nenv = 1, nmounts = 0, ncdi = 0;
-    switch (f) {
-    case NODETEST_CDI:
-        snprintf(want, sizeof want, "nvidia.com/gpu=%s", gpu);
-        ok = ok && has_str(cdi, want);
-        ncdi = 1;
-        snprintf(want, sizeof want, "NVIDIA_VISIBLE_DEVICES=%s", gpu);
-        ok = ok && has_str(env, want);
-        break;
-    case NODETEST_MOUNTS:
-        snprintf(want, sizeof want, MOUNTS_DIR "/%s", gpu);
-        ok = ok && has_mount(mounts, want, "/dev/null", true);
-        nmounts = 1;
-        ok = ok && has_str(env, "NVIDIA_VISIBLE_DEVICES=" MOUNTS_DIR);
-        break;
-    default:
-        snprintf(want, sizeof want, "NVIDIA_VISIBLE_DEVICES=%s", gpu);
-        ok = ok && has_str(env, want);
-        break;
-    }
-    if (mps) {
-        snprintf(pipe, sizeof pipe, "%s/nodes/%s/run/fracgpu/mps/%s/pipe", nt.work, node, gpu);
-        snprintf(shm, sizeof shm, "%s/nodes/%s/run/fracgpu/mps/%s/shm", nt.work, node, gpu);
-        ok = ok && has_mount(mounts, "/tmp/nvidia-mps", pipe, false) && has_mount(mounts, "/dev/shm", shm, false);
-        nmounts += 2;
-        snprintf(want, sizeof want, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", MPS_MILLI / 10);
-        ok = ok && has_str(env, "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps") && has_str(env, want);
-        snprintf(want, sizeof want, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=%dM", MPS_MIB);
-        ok = ok && has_str(env, want);
-        nenv += 3;
-    }
-    ok = ok && fg_json_array_len(env) == nenv && fg_json_array_len(mounts) == nmounts && fg_json_array_len(cdi) == ncdi;
-    if (!ok)
-        nodetest_fail(NODETEST_NS, name, node, "devices.json of %s on the %s node is not GPU %s alone in that form%s: %s",
-                      name, nodetest_form_name(f), gpu, mps ? " with its MPS daemon" : "", text);
-    json_object_put(d);
-    free(uid);
-}
-
-/* Creates tenant name (compute milli, memory MiB, sharing), binds it to the GPU of capacity pod cap
- * on node f, waits for it to run and checks what it got. */
-static void run_tenant(enum nodetest_form f, const char *name, int milli, int mib, const char *sharing, const char *gpu,
-                       const char *cap, const char *extra)
-{
-    free(create_tenant(name, milli, mib, sharing, extra));
+    free(nodetest_tenant(name, mps ? mps->milli : 200, mps ? mps->mib : 4096, mps ? "mps" : "timeslice", ""));
     nodetest_bind(NODETEST_NS, name, nt.node[f], gpu, cap);
-    nodetest_wait_phase(NODETEST_NS, name, nt.node[f], "Running", WAIT_MS);
-    check_devices(f, name, gpu, fg_str_eq(sharing, "mps"));
+    nodetest_wait_phase(NODETEST_NS, name, nt.node[f], "Running", NODETEST_WAIT_MS);
+    nodetest_check_devices(f, name, gpu, mps);
 }
 
 /* ---- setup ---- */
@@ -256,28 +104,11 @@ static int teardown(void **state)
 {
     (void)state;
     promtest_stop(&s.prom);
-    char pattern[256];
-    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", nt.work);
-    glob_t g;
-    int reports = 0;
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            struct fg_buf b;
-            fg_buf_init(&b, 0);
-            if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
-                (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
-                 strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
-                fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
-                reports++;
-            }
-            fg_buf_cleanup(&b);
-        }
-        globfree(&g);
-    }
+    size_t reports = nodetest_sanitizer_reports();
     nodetest_stop(reports > 0);
-    printf("e2e_sim_node: impostor removed %.0f ms after its creation; agents registered again %.0f ms after the "
-           "kubelets were killed; %.1f s in all\n",
-           s.impostor_ms, s.reregister_ms, (double)(fg_clock_mono_ns() - s.start_ns) / 1e9);
+    printf("e2e_sim_node: impostor removed %.0f ms after its creation; after the kubelets were killed, agents "
+           "registered again in %.0f ms and the kubelets had their slots back in %.0f ms; %.1f s in all\n",
+           s.impostor_ms, s.reregister_ms, s.slots_back_ms, (double)(fg_clock_mono_ns() - s.start_ns) / 1e9);
     return reports ? -1 : 0;
 }
 
@@ -317,9 +148,10 @@ static void test_install(void **state)
     KUBECTL(&out, NULL, "create", "namespace", NODETEST_NS);
     if (!nodetest_wait(agents_ready, NULL, 60000)) {
         fg_kubectl_run(&nt.sim.k, &out, NULL, "get", "pods", "-n", NODETEST_SYSTEM_NS, "-o", "wide", NULL);
-        nodetest_fail(NULL, NULL, nt.node[0], "the node agents are not Ready on the three nodes:\n%s", fg_buf_str(&out));
+        nodetest_fail(NULL, NULL, nt.node[0], "the node agents are not Ready on the three nodes:\n%s",
+                      fg_buf_str(&out));
     }
-    if (!nodetest_wait(grant_key_ready, NULL, WAIT_MS)) {
+    if (!nodetest_wait(grant_key_ready, NULL, NODETEST_WAIT_MS)) {
         fg_kubectl_run(&nt.sim.k, &out, NULL, "logs", "-n", NODETEST_SYSTEM_NS, "deployment/fracgpu-operator", NULL);
         fail_msg("the operator wrote no key into Secret fracgpu-grant-key:\n%s", fg_buf_str(&out));
     }
@@ -347,12 +179,12 @@ static bool slots_allocatable(void *ud)
 static void wait_slots(enum nodetest_form f)
 {
     struct node_wait w = { nt.node[f] };
-    if (!nodetest_wait(slots_allocatable, &w, WAIT_MS)) {
+    if (!nodetest_wait(slots_allocatable, &w, NODETEST_WAIT_MS)) {
         char path[192];
         snprintf(path, sizeof path, "/api/v1/nodes/%s", nt.node[f]);
         json_object *node = nodetest_get(path);
-        nodetest_fail(NULL, NULL, nt.node[f], "node %s never had " FG_RES_GPU_SHARE " " SLOTS_PER_NODE ": %s", nt.node[f],
-                      json_object_to_json_string(fg_json_get(node, "status", "allocatable", NULL)));
+        nodetest_fail(NULL, NULL, nt.node[f], "node %s never had " FG_RES_GPU_SHARE " " SLOTS_PER_NODE ": %s",
+                      nt.node[f], json_object_to_json_string(fg_json_get(node, "status", "allocatable", NULL)));
     }
 }
 
@@ -366,8 +198,8 @@ static void test_registration(void **state)
         char form[96];
         snprintf(form, sizeof form, "devices in the %s form", nodetest_form_name(f));
         if (!strstr(log, REGISTERED) || !strstr(log, form))
-            nodetest_fail(NULL, NULL, nt.node[f], "the agent on %s did not say \"%s\" and \"%s\"", nt.node[f], REGISTERED,
-                          form);
+            nodetest_fail(NULL, NULL, nt.node[f], "the agent on %s did not say \"%s\" and \"%s\"", nt.node[f],
+                          REGISTERED, form);
         free(log);
         json_object_put(agent);
     }
@@ -375,58 +207,18 @@ static void test_registration(void **state)
 
 /* ---- 2. capacity pods ---- */
 
-/* The GPU the kubelet gave container 0 of pod (its allocatedResourcesStatus), into out. */
-static void kubelet_gpu(const char *ns, const char *name, char *out)
-{
-    json_object *pod = nodetest_pod(ns, name);
-    json_object *cs = nodetest_at(fg_json_get(pod, "status", "containerStatuses", NULL), 0);
-    json_object *alloc = nodetest_at(fg_json_get(cs, "allocatedResourcesStatus", NULL), 0);
-    const char *id = fg_json_get_str(nodetest_at(fg_json_get(alloc, "resources", NULL), 0), "resourceID",
-                                     NULL);
-    snprintf(out, NODETEST_UUID_MAX, "%s", id ? id : "");
-    json_object_put(pod);
-}
-
-/* Waits for capacity pod name on node to run, Ready, with its report; checks the report against the
- * GPU the kubelet granted and the fake NVML's memory; the GPU into gpu. */
-static void check_capacity(enum nodetest_form f, const char *name, char *gpu)
-{
-    const char *node = nt.node[f];
-    nodetest_wait_annotation(NODETEST_SYSTEM_NS, name, node, FG_ANN_GPU_MEMORY_MIB, WAIT_MS);
-    nodetest_wait_phase(NODETEST_SYSTEM_NS, name, node, "Running", WAIT_MS);
-    json_object *pod = nodetest_pod(NODETEST_SYSTEM_NS, name);
-    assert_string_equal(fg_json_get_str(pod, "spec", "nodeName", NULL), node);
-    const char *uuid = fg_json_get_str(pod, "metadata", "annotations", FG_ANN_GPU_UUID, NULL);
-    const char *mib = fg_json_get_str(pod, "metadata", "annotations", FG_ANN_GPU_MEMORY_MIB, NULL);
-    char granted[NODETEST_UUID_MAX];
-    kubelet_gpu(NODETEST_SYSTEM_NS, name, granted);
-    if (!uuid || !fg_str_eq(uuid, granted) || nodetest_gpu_index(node, uuid) < 0)
-        nodetest_fail(NODETEST_SYSTEM_NS, name, node, "capacity pod %s reports GPU %s; the kubelet granted %s", name,
-                      uuid ? uuid : "(none)", granted);
-    json_object *state = nodetest_nvml_state(node), *g = nodetest_nvml_gpu(state, uuid);
-    int64_t total = 0, reserved = 0;
-    assert_true(fg_json_get_int64(g, &total, "total", NULL));
-    assert_true(fg_json_get_int64(g, &reserved, "reserved", NULL));
-    char want[32];
-    snprintf(want, sizeof want, "%lld", (long long)((total - reserved) / (1 << 20) - CONTEXT_OVERHEAD_MIB));
-    assert_string_equal(mib, want);
-    snprintf(gpu, NODETEST_UUID_MAX, "%s", uuid);
-    json_object_put(state);
-    json_object_put(pod);
-}
-
 static void test_capacity_pods(void **state)
 {
     (void)state;
     for (int f = 0; f < NODETEST_FORMS; f++) {
         char name[64];
         snprintf(name, sizeof name, "capacity-%s", nodetest_group(f));
-        create_capacity(name, nt.node[f], "");
+        nodetest_capacity(name, nt.node[f], "");
     }
     for (int f = 0; f < NODETEST_FORMS; f++) {
         char name[64];
         snprintf(name, sizeof name, "capacity-%s", nodetest_group(f));
-        check_capacity(f, name, s.cap_gpu[f]);
+        nodetest_check_capacity(f, name, s.cap_gpu[f]);
     }
 }
 
@@ -444,7 +236,7 @@ static void test_granted_forms(void **state)
         char name[64], cap[64];
         snprintf(name, sizeof name, "tenant-%s", nodetest_group(f));
         snprintf(cap, sizeof cap, "capacity-%s", nodetest_group(f));
-        free(create_tenant(name, 300, 10240, "timeslice", usage[f]));
+        free(nodetest_tenant(name, 300, 10240, "timeslice", usage[f]));
         nodetest_bind(NODETEST_NS, name, nt.node[f], s.cap_gpu[f], cap);
         /* the Binding's annotations are the pod's, as kube-apiserver copies them */
         json_object *pod = nodetest_pod(NODETEST_NS, name);
@@ -458,8 +250,8 @@ static void test_granted_forms(void **state)
     for (int f = 0; f < NODETEST_FORMS; f++) {
         char name[64];
         snprintf(name, sizeof name, "tenant-%s", nodetest_group(f));
-        nodetest_wait_phase(NODETEST_NS, name, nt.node[f], "Running", WAIT_MS);
-        check_devices(f, name, s.cap_gpu[f], false);
+        nodetest_wait_phase(NODETEST_NS, name, nt.node[f], "Running", NODETEST_WAIT_MS);
+        nodetest_check_devices(f, name, s.cap_gpu[f], NULL);
     }
 }
 
@@ -471,7 +263,8 @@ static void check_no_device(enum nodetest_form f, const char *name, const char *
     json_object *d = nodetest_devices(nt.node[f], NODETEST_NS, name, uid);
     for (size_t i = 0; i < fg_json_array_len(d); i++)
         if (fg_str_eq(fg_json_get_str(nodetest_at(d, i), "resource", NULL), FG_RES_GPU_SHARE))
-            nodetest_fail(NODETEST_NS, name, nt.node[f], "pod %s holds a device: %s", name, json_object_to_json_string(d));
+            nodetest_fail(NODETEST_NS, name, nt.node[f], "pod %s holds a device: %s", name,
+                          json_object_to_json_string(d));
     json_object_put(d);
     json_object *pod = nodetest_pod(NODETEST_NS, name);
     json_object *cs = fg_json_get(pod, "status", "containerStatuses", NULL);
@@ -501,8 +294,8 @@ static void wait_event(enum nodetest_form f, const char *name, const char *reaso
 static void test_forged(void **state)
 {
     (void)state;
-    char *uid = create_forged("forged", "tenant-cdi", nt.node[NODETEST_CDI]);
-    nodetest_wait_phase(NODETEST_NS, "forged", nt.node[NODETEST_CDI], "Failed", WAIT_MS);
+    char *uid = nodetest_forged("forged", "tenant-cdi", nt.node[NODETEST_CDI]);
+    nodetest_wait_phase(NODETEST_NS, "forged", nt.node[NODETEST_CDI], "Failed", NODETEST_WAIT_MS);
     json_object *pod = nodetest_pod(NODETEST_NS, "forged");
     const char *reason = fg_json_get_str(pod, "status", "reason", NULL);
     const char *msg = fg_json_get_str(pod, "status", "message", NULL);
@@ -538,8 +331,8 @@ static void test_forged_race(void **state)
     (void)state;
     const enum nodetest_form f = NODETEST_MOUNTS;
     uint64_t t0 = fg_clock_mono_ns();
-    char *uid = create_forged("impostor", "tenant-mounts", nt.node[f]);
-    free(create_tenant("racer", 300, 10240, "timeslice", ""));
+    char *uid = nodetest_forged("impostor", "tenant-mounts", nt.node[f]);
+    free(nodetest_tenant("racer", 300, 10240, "timeslice", ""));
     nodetest_bind(NODETEST_NS, "racer", nt.node[f], s.cap_gpu[f], "capacity-mounts");
     struct gone_wait w = { "impostor", uid };
     if (!nodetest_wait(pod_gone, &w, 10000))
@@ -547,9 +340,10 @@ static void test_forged_race(void **state)
     s.impostor_ms = (double)(fg_clock_mono_ns() - t0) / 1e6;
     wait_event(f, "impostor", "GrantViolation", "allocated to " NODETEST_NS "/racer");
     if (s.impostor_ms > 1000)
-        nodetest_fail(NODETEST_NS, "impostor", nt.node[f], "the impostor was removed %.0f ms after its creation", s.impostor_ms);
-    nodetest_wait_phase(NODETEST_NS, "racer", nt.node[f], "Running", WAIT_MS);
-    check_devices(f, "racer", s.cap_gpu[f], false);
+        nodetest_fail(NODETEST_NS, "impostor", nt.node[f], "the impostor was removed %.0f ms after its creation",
+                      s.impostor_ms);
+    nodetest_wait_phase(NODETEST_NS, "racer", nt.node[f], "Running", NODETEST_WAIT_MS);
+    nodetest_check_devices(f, "racer", s.cap_gpu[f], NULL);
     free(uid);
 }
 
@@ -564,36 +358,37 @@ static void test_mps(void **state)
 {
     (void)state;
     const enum nodetest_form f = NODETEST_CDI;
+    const struct nodetest_mps mps = { 250, 8192 };   /* a quarter of the SMs, 8 GiB */
     char ann[256];
     snprintf(ann, sizeof ann, "\"" FG_ANN_SHARING "\":\"mps\",\"" FG_ANN_COMPUTE_MILLI "\":\"%d\",\"" FG_ANN_MEMORY_MIB
-             "\":\"%d\"", MPS_MILLI, MPS_MIB);
-    create_capacity("capacity-mps", nt.node[f], ann);
-    check_capacity(f, "capacity-mps", s.mps_gpu);
+             "\":\"%d\"", mps.milli, mps.mib);
+    nodetest_capacity("capacity-mps", nt.node[f], ann);
+    nodetest_check_capacity(f, "capacity-mps", s.mps_gpu);
     assert_string_not_equal(s.mps_gpu, s.cap_gpu[f]);
 
-    char path[512];
+    char path[512];   /* the stand-in daemon's record of its limits, in the GPU's pipe directory */
     snprintf(path, sizeof path, "%s/nodes/%s/run/fracgpu/mps/%s/pipe/fracgpu-sim-limits.json", nt.work, nt.node[f],
              s.mps_gpu);
-    if (!nodetest_wait(file_exists, path, WAIT_MS))
+    if (!nodetest_wait(file_exists, path, NODETEST_WAIT_MS))
         nodetest_fail(NODETEST_SYSTEM_NS, "capacity-mps", nt.node[f], "no MPS daemon's limits file at %s", path);
     json_object *limits = json_object_from_file(path);
     assert_non_null(limits);
     double pct = json_object_get_double(fg_json_get(limits, "default_active_thread_percentage", NULL));
     char want[32];
-    snprintf(want, sizeof want, "%dM", MPS_MIB);
-    if (pct != MPS_MILLI / 10 || !fg_str_eq(fg_json_get_str(limits, "visible_devices", NULL), s.mps_gpu) ||
+    snprintf(want, sizeof want, "%dM", mps.mib);
+    if (pct != mps.milli / 10 || !fg_str_eq(fg_json_get_str(limits, "visible_devices", NULL), s.mps_gpu) ||
         !fg_str_eq(fg_json_get_str(limits, "default_device_pinned_mem_limit", s.mps_gpu, NULL), want))
         nodetest_fail(NODETEST_SYSTEM_NS, "capacity-mps", nt.node[f], "the MPS daemon holds %s",
                       json_object_to_json_string(limits));
     json_object_put(limits);
 
-    run_tenant(f, "tenant-mps", MPS_MILLI, MPS_MIB, "mps", s.mps_gpu, "capacity-mps", "");
+    run_tenant(f, "tenant-mps", s.mps_gpu, "capacity-mps", &mps);
 }
 
 /* ---- 6. a kubelet restart ---- */
 
 struct register_wait {
-    size_t before[NODETEST_FORMS][2];
+    size_t before[NODETEST_FORMS][2];   /* the agents' "registering again" and registrations */
 };
 
 /* How many times the agent on f's node said it registers again, and that it registered. */
@@ -618,6 +413,28 @@ static bool registered_again(void *ud)
 {
     for (int f = 0; f < NODETEST_FORMS; f++)
         if (!node_registered_again(ud, f))
+            return false;
+    return true;
+}
+
+/* The kubelet of each node (or of node `only`, when not -1) said it has all the slots again since
+ * `before` such reports. */
+struct slots_wait {
+    size_t before[NODETEST_FORMS];
+    int only;
+};
+
+static bool node_slots_back(const struct slots_wait *w, enum nodetest_form f)
+{
+    size_t reports = 0;
+    return nodetest_kubelet_slots(nt.node[f], &reports) == atol(SLOTS_PER_NODE) && reports > w->before[f];
+}
+
+static bool slots_back(void *ud)
+{
+    const struct slots_wait *w = ud;
+    for (int f = 0; f < NODETEST_FORMS; f++)
+        if ((w->only < 0 || w->only == f) && !node_slots_back(w, f))
             return false;
     return true;
 }
@@ -650,20 +467,23 @@ static void test_kubelet_restart(void **state)
     (void)state;
     char uids[NRUNNING][40];
     for (size_t i = 0; i < NRUNNING; i++) {
-        char *uid = uid_of(NODETEST_NS, running[i]);
+        char *uid = nodetest_uid(NODETEST_NS, running[i]);
         snprintf(uids[i], sizeof uids[i], "%s", uid);
         free(uid);
     }
     struct register_wait w;
-    for (int f = 0; f < NODETEST_FORMS; f++)
+    struct slots_wait sw = { .only = -1 };
+    for (int f = 0; f < NODETEST_FORMS; f++) {
         registrations(f, w.before[f]);
+        nodetest_kubelet_slots(nt.node[f], &sw.before[f]);
+    }
     pid_t old = nodetest_kubelets_pid();
     assert_true(old > 0);
     uint64_t t0 = fg_clock_mono_ns();
     assert_int_equal(kill(old, SIGKILL), 0);
-    if (!nodetest_wait(kubelets_restarted, &old, WAIT_MS))
+    if (!nodetest_wait(kubelets_restarted, &old, NODETEST_WAIT_MS))
         fail_msg("the supervisor did not start the kubelets again");
-    if (!nodetest_wait(registered_again, &w, WAIT_MS)) {
+    if (!nodetest_wait(registered_again, &w, NODETEST_WAIT_MS)) {
         int late = 0;
         while (late < NODETEST_FORMS - 1 && node_registered_again(&w, late))
             late++;
@@ -671,10 +491,20 @@ static void test_kubelet_restart(void **state)
                       "after the kubelets restarted", nt.node[late]);
     }
     s.reregister_ms = (double)(fg_clock_mono_ns() - t0) / 1e6;
+    /* fracgpu's scheduler would bind once the Node shows the slots; here the Node's status kept them
+     * all along, so what the kubelet says is what tells when it admits a share again */
+    if (!nodetest_wait(slots_back, &sw, NODETEST_WAIT_MS)) {
+        int late = 0;
+        while (late < NODETEST_FORMS - 1 && node_slots_back(&sw, late))
+            late++;
+        nodetest_fail(NULL, NULL, nt.node[late], "the kubelet of %s did not get its " SLOTS_PER_NODE " slots back",
+                      nt.node[late]);
+    }
+    s.slots_back_ms = (double)(fg_clock_mono_ns() - t0) / 1e6;
     for (int f = 0; f < NODETEST_FORMS; f++)
         wait_slots(f);
     check_tenants_run(running, uids, NRUNNING);
-    run_tenant(NODETEST_ENV, "after-kubelet", 200, 4096, "timeslice", s.cap_gpu[NODETEST_ENV], "capacity-env", "");
+    run_tenant(NODETEST_ENV, "after-kubelet", s.cap_gpu[NODETEST_ENV], "capacity-env", NULL);
 }
 
 /* ---- 7. a node agent restart ---- */
@@ -724,7 +554,7 @@ static void test_agent_restart(void **state)
     static const char *const here[] = { "tenant-mounts", "racer" };
     char uids[2][40];
     for (size_t i = 0; i < 2; i++) {
-        char *uid = uid_of(NODETEST_NS, here[i]);
+        char *uid = nodetest_uid(NODETEST_NS, here[i]);
         snprintf(uids[i], sizeof uids[i], "%s", uid);
         free(uid);
     }
@@ -732,13 +562,19 @@ static void test_agent_restart(void **state)
     assert_non_null(agent);
     char old_uid[40];
     snprintf(old_uid, sizeof old_uid, "%s", fg_json_get_str(agent, "metadata", "uid", NULL));
+    struct slots_wait sw = { .only = f };
+    nodetest_kubelet_slots(nt.node[f], &sw.before[f]);
     nodetest_delete_pod(NODETEST_SYSTEM_NS, fg_json_get_str(agent, "metadata", "name", NULL));
     json_object_put(agent);
     struct agent_wait w = { nt.node[f], old_uid };
     if (!nodetest_wait(new_agent_ready, &w, 60000))
         nodetest_fail(NULL, NULL, nt.node[f], "the DaemonSet brought no new Ready agent to %s", nt.node[f]);
+    /* the kubelet lost the slots with the old agent's stream, and has them again from the new one */
+    if (!nodetest_wait(slots_back, &sw, NODETEST_WAIT_MS))
+        nodetest_fail(NULL, NULL, nt.node[f], "the kubelet of %s did not get the slots back from the new agent",
+                      nt.node[f]);
     wait_slots(f);
-    run_tenant(f, "after-agent", 200, 4096, "timeslice", s.cap_gpu[f], "capacity-mounts", "");
+    run_tenant(f, "after-agent", s.cap_gpu[f], "capacity-mounts", NULL);
     /* the new agent audits 300 ms after its grant: the two tenants it finds holding slots are adopted */
     if (!nodetest_wait(adopted_two, nt.node[f], 15000))
         nodetest_fail(NULL, NULL, nt.node[f], "the new agent did not take the two running tenants into its ledger");
@@ -805,7 +641,7 @@ static void test_usage_prometheus(void **state)
         s.cap_gpu[f], nt.node[f]);
     json_object_put(nodetest_create_pod(NODETEST_NS, json));
     free(json);
-    nodetest_wait_phase(NODETEST_NS, "notebook", nt.node[f], "Running", WAIT_MS);
+    nodetest_wait_phase(NODETEST_NS, "notebook", nt.node[f], "Running", NODETEST_WAIT_MS);
 
     char targets[NODETEST_FORMS][64];
     const char *tp[NODETEST_FORMS];
