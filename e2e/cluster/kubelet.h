@@ -58,6 +58,7 @@
 #include "operator/kube/resources.h"
 #include "operator/manager/controllers.h"
 #include "operator/manager/manager.h"
+#include "reconcilers/podcontract.h"   /* FG_ANN_GPU_UUID: the GPU fracgpu's scheduler bound a pod to */
 
 #define FG_SIM_MAX_CONTAINERS 16
 #define FG_SIM_DIR_MAX 1024   /* the longest working directory path the kubelets take */
@@ -66,7 +67,6 @@
 #define FG_SIM_ANN_RUN_SECONDS "sim.fracgpu.io/run-seconds"
 #define FG_SIM_ANN_EXIT_CODE "sim.fracgpu.io/exit-code"
 #define FG_SIM_ANN_GPU_UUID "sim.fracgpu.io/gpu-uuid"       /* a pod with no GPU request uses this GPU */
-#define FG_ANN_GPU_UUID "fracgpu.io/gpu-uuid"               /* the GPU fracgpu's scheduler bound a pod to */
 #define FG_RESOURCE_GPU "nvidia.com/gpu"
 #define FG_RESOURCE_GPU_SHARE "fracgpu.io/gpu-share"
 
@@ -89,6 +89,7 @@ struct fg_sim_node {
     struct fg_sim_devices devices;
     struct fg_resources capacity; /* its group's, plus the devices its plugins list (mu) */
     struct fg_sim_fracgpu *fracgpu;   /* fracgpu's device plugin's side of the node (kubelet_fracgpu.c) */
+    struct played *played;            /* the same played in-process, with gpuState memory */
     unsigned ngpus;
     char gpu_uuid[FG_SIM_MAX_GPUS][FG_SIM_GPU_UUID_LEN + 1];
     bool gpus_written;            /* files: its state file is written, showing `shown` */
@@ -228,6 +229,9 @@ void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n);
 bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n);
 /* The node goes, or the kubelets stop (loop_running false: the loop is stopped already). */
 void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool loop_running);
+/* With gpuState memory, what a capacity pod's holder reports, written by the kubelet once the pod
+ * runs (mu not held; a pod worker). */
+void fg_sim_fracgpu_play_holder(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod);
 
 /* kubelet_gpus.c */
 /* Which GPUs of p's node each container of p uses (c->gpus) and p's usage profile (p->usage);

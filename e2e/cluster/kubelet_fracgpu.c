@@ -17,6 +17,14 @@
  * status and at admission, as a kubelet reports a device plugin's resource. A restarted kubelets
  * process starts each node's device manager afresh, which removes the plugin's socket as a
  * restarting kubelet does, so the plugin registers again.
+ *
+ * With gpuState memory (thousands of nodes, for throughput benchmarks) no process runs per node:
+ * the kubelet plays the node side in-process instead. fracgpu.io/gpu-share is FG_SIM_PLAYED_SLOTS
+ * slots per GPU from boot, and a pod asking for one is given a slot of the GPU its
+ * fracgpu.io/gpu-uuid names (its grant is trusted: the agent's checks are the e2e runs' subject, not
+ * the benchmarks'); a capacity pod (fracgpu.io/role=capacity) holding a GPU is annotated with
+ * fracgpu.io/gpu-uuid and fracgpu.io/gpu-memory-mib by the kubelet once it runs, as its holder would
+ * (the model's memory less the driver's reservation and one context's overhead).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,8 +37,12 @@
 #include "e2e/cluster/kubelet.h"
 #include "e2e/devicemanager/devicemanager.h"
 #include "operator/kube/loop.h"
+#include "operator/kube/resource.h"
+#include "reconcilers/podcontract.h"
 
 #define COMPONENT "kubelet"
+#define FG_SIM_PLAYED_SLOTS 48            /* the device plugin's default slots per GPU */
+#define FG_SIM_PLAYED_OVERHEAD_MIB 500    /* the capacity holder's default context overhead */
 #define ALLOCATE_TIMEOUT_MS 15000
 #define LOOP_TIMEOUT_MS 5000
 
@@ -219,10 +231,90 @@ static const struct fg_sim_device_plugin fracgpu_plugin = {
     .name = "fracgpu", .chooses = true, .allocate = allocate, .release = release, .restore = restore,
 };
 
+/* ---- played in-process (gpuState memory) ---- */
+
+struct played {
+    struct fg_sim_kubelets *k;
+    char node[FG_SIM_NODE_NAME_MAX];
+    atomic_uint next; /* slot numbers handed out, for distinct IDs */
+};
+
+static enum fg_err played_allocate(void *ud, const struct fg_sim_alloc_request *req, struct fg_sim_alloc_response *resp,
+                                   char *errmsg)
+{
+    struct played *pl = ud;
+    char key[400];
+    snprintf(key, sizeof key, "%s/%s", req->pod_namespace, req->pod_name);
+    json_object *pod = fg_store_get_json(fg_informer_store(pl->k->pods), key);
+    const char *uuid = fg_json_get_str(pod, "metadata", "annotations", FG_ANN_GPU_UUID, NULL);
+    enum fg_err err = FG_OK;
+    if (!uuid)
+        err = fg_errmsg(errmsg, FG_E_KUBE_FORBIDDEN, "rpc error: code = PermissionDenied desc = no %s on pod %s",
+                        FG_ANN_GPU_UUID, key);
+    else {
+        resp->env = fg_calloc(1, sizeof *resp->env);
+        resp->env[resp->nenv++] = fg_asprintf("NVIDIA_VISIBLE_DEVICES=%s", uuid);
+        resp->ids = fg_calloc(req->n ? req->n : 1, sizeof *resp->ids);
+        for (size_t i = 0; i < req->n; i++)
+            resp->ids[resp->nids++] = fg_asprintf("%s::%u", uuid, atomic_fetch_add(&pl->next, 1));
+    }
+    json_object_put(pod);
+    return err;
+}
+
+static const struct fg_sim_device_plugin played_plugin = {
+    .name = "fracgpu (played)", .chooses = true, .allocate = played_allocate,
+    .release = fg_sim_device_plugin_release_none, .restore = fg_sim_device_plugin_restore_none,
+};
+
+static void play_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+{
+    struct played *pl = fg_calloc(1, sizeof *pl);
+    pl->k = k;
+    snprintf(pl->node, sizeof pl->node, "%s", n->name);
+    pthread_mutex_lock(&k->mu);
+    n->played = pl;
+    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &played_plugin, pl, NULL, 0);
+    enum fg_err err = fg_resources_set(&n->capacity, FG_RESOURCE_GPU_SHARE, (int64_t)n->ngpus * FG_SIM_PLAYED_SLOTS * 1000);
+    pthread_mutex_unlock(&k->mu);
+    if (err)
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RESOURCE_GPU_SHARE);
+}
+
+void fg_sim_fracgpu_play_holder(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod)
+{
+    if (k->cfg->kubelet.gpu_state != FG_SIM_GPU_STATE_MEMORY ||
+        !fg_str_eq(fg_json_get_str(pod, "metadata", "labels", FG_LABEL_ROLE, NULL), FG_ROLE_CAPACITY) ||
+        fg_json_get_str(pod, "metadata", "annotations", FG_ANN_GPU_UUID, NULL) ||
+        !fg_str_eq(fg_json_get_str(pod, "status", "phase", NULL), "Running"))
+        return;
+    char uuid[FG_SIM_DEVICE_ID_MAX] = "";
+    int64_t memory_mib = 0;
+    pthread_mutex_lock(&k->mu);
+    for (size_t i = 0; i < p->ngrants && !uuid[0]; i++)
+        if (!strcmp(p->grants[i].resource, FG_RESOURCE_GPU) && p->grants[i].nids == 1)
+            snprintf(uuid, sizeof uuid, "%s", p->grants[i].ids[0]);
+    if (p->node)
+        memory_mib = p->node->group->gpu_memory_mib - (FG_SIM_GPU_RESERVED_BYTES >> 20) - FG_SIM_PLAYED_OVERHEAD_MIB;
+    pthread_mutex_unlock(&k->mu);
+    if (!uuid[0])
+        return;
+    char patch[512];
+    snprintf(patch, sizeof patch, "{\"metadata\":{\"annotations\":{\"%s\":\"%s\",\"%s\":\"%lld\"}}}", FG_ANN_GPU_UUID,
+             uuid, FG_ANN_GPU_MEMORY_MIB, (long long)memory_mib);
+    char *path = fg_kube_path(&fg_kube_pods, fg_json_get_str(pod, "metadata", "namespace", NULL),
+                              fg_json_get_str(pod, "metadata", "name", NULL), NULL, NULL);
+    if (fg_kube_patch(k->client, path, FG_KUBE_PATCH_MERGE, patch, NULL, NULL) != FG_OK)
+        fg_log(FG_LOG_WARN, COMPONENT, "capacity pod %s: cannot report its GPU (played holder)", p->key);
+    free(path);
+}
+
 /* ---- the node's side ---- */
 
 void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
 {
+    if (n->ngpus && k->cfg->kubelet.gpu_state == FG_SIM_GPU_STATE_MEMORY && !n->played)
+        play_boot(k, n);
     if (!n->ngpus || k->cfg->kubelet.gpu_state != FG_SIM_GPU_STATE_FILES || n->fracgpu)
         return;
     struct fg_sim_fracgpu *f = fg_calloc(1, sizeof *f);
@@ -267,6 +359,8 @@ bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n)
 
 void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool loop_running)
 {
+    free(n->played); /* its plugin goes with the node's devices; no call of it is under way (mu) */
+    n->played = NULL;
     struct fg_sim_fracgpu *f = n->fracgpu;
     if (!f)
         return;

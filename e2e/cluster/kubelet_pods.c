@@ -408,6 +408,7 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     }
     run_probes(k, key, p, pod, jobs, njobs, &next);
     enum fg_err err = report(k, key, p, pod);
+    fg_sim_fracgpu_play_holder(k, p, pod);
     json_object_put(pod);
     if (err)
         return fg_reconcile_error(err);

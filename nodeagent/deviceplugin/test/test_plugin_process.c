@@ -6,7 +6,8 @@
  *   - a pod with annotations copied from a granted pod is refused (PERMISSION_DENIED, a GrantRefused
  *     Event), and when it is admitted first with the granted pod waiting, the kubelet's records show it
  *     holding the granted pod's slot: it is deleted within a second and the granted pod is served;
- *   - Allocate for devices it never advertised is INVALID_ARGUMENT, garbage on its socket harms nobody;
+ *   - Allocate for devices it never advertised, or with a body that is not an AllocateRequest, is
+ *     INVALID_ARGUMENT; garbage on its socket harms nobody;
  *   - a kubelet restart (sockets removed, kubelet.sock re-created) leads to a new registration;
  *   - a restarted agent adopts the pods it had granted (none removed), detects CDI in --cdi-spec-dirs
  *     and answers with the CDI device; an mps tenant gets its GPU's MPS pipe and limits;
@@ -417,13 +418,18 @@ static void raw_done(void *ud, enum fg_grpc_status status, const char *message, 
     fg_grpc_client_free(c);
 }
 
-static void raw_allocate_on_loop(void *ud)
+/* An Allocate whose body is msg (what a kubelet would send, or not). */
+static void raw_call_on_loop(struct raw_call *r, const ProtobufCMessage *msg)
 {
-    struct raw_call *r = ud;
     char path[160];
     snprintf(path, sizeof(path), "%.120s/fracgpu.sock", E.dp_dir);
     struct fg_grpc_client_opts co = { .socket_path = path };
     assert_int_equal(fg_grpc_client_new(fg_kube_loop_base(E.h.loop), &co, &r->c, NULL), FG_OK);
+    assert_int_equal(fg_grpc_client_unary(r->c, FG_DEVICE_PLUGIN_ALLOCATE, msg, 5000, raw_done, r, NULL), FG_OK);
+}
+
+static void unknown_devices_on_loop(void *ud)
+{
     char *ids[] = { "GPU-nope::1" };
     V1beta1__ContainerAllocateRequest cr = V1BETA1__CONTAINER_ALLOCATE_REQUEST__INIT;
     cr.n_devices_ids = 1;
@@ -432,7 +438,29 @@ static void raw_allocate_on_loop(void *ud)
     V1beta1__AllocateRequest req = V1BETA1__ALLOCATE_REQUEST__INIT;
     req.n_container_requests = 1;
     req.container_requests = crs;
-    assert_int_equal(fg_grpc_client_unary(r->c, FG_DEVICE_PLUGIN_ALLOCATE, &req.base, 5000, raw_done, r, NULL), FG_OK);
+    raw_call_on_loop(ud, &req.base);
+}
+
+/* A Device whose ID "abc" reads, as an AllocateRequest, as a container request cut short: 'a' opens a
+ * 64-bit field that the remaining two bytes cannot hold. */
+static void truncated_protobuf_on_loop(void *ud)
+{
+    V1beta1__Device d = V1BETA1__DEVICE__INIT;
+    d.id = "abc";
+    raw_call_on_loop(ud, &d.base);
+}
+
+/* Runs one raw call to its end and returns it. */
+static struct raw_call raw(void (*start)(void *ud))
+{
+    struct raw_call r = { 0 };
+    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, start, &r, 5000), FG_OK);
+    for (int i = 0; i < 250 && !r.done; i++) {
+        fg_test_sleep_ms(20);
+        assert_int_equal(fg_kube_loop_call_wait(E.h.loop, read_done, NULL, 5000), FG_OK);
+    }
+    assert_true(r.done);
+    return r;
 }
 
 static void restarts_forms_and_keys(void **state)
@@ -442,15 +470,12 @@ static void restarts_forms_and_keys(void **state)
     agent_start("envvar");
     wait_registered(0);
 
-    struct raw_call r = { 0 };
-    assert_int_equal(fg_kube_loop_call_wait(E.h.loop, raw_allocate_on_loop, &r, 5000), FG_OK);
-    for (int i = 0; i < 250 && !r.done; i++) {
-        fg_test_sleep_ms(20);
-        assert_int_equal(fg_kube_loop_call_wait(E.h.loop, read_done, NULL, 5000), FG_OK);
-    }
-    assert_true(r.done);
+    struct raw_call r = raw(unknown_devices_on_loop);
     assert_int_equal(r.status, FG_GRPC_INVALID_ARGUMENT);
     assert_non_null(strstr(r.message, "unknown device \"GPU-nope::1\""));
+    r = raw(truncated_protobuf_on_loop);
+    assert_int_equal(r.status, FG_GRPC_INVALID_ARGUMENT);
+    assert_string_equal(r.message, "not an AllocateRequest");
 
     char uid[64];
     make_pod("kept", uid);
