@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "reconcilers/podcontract.h"
@@ -34,7 +35,7 @@ char *nodetest_tenant(const char *name, int milli, int mib, const char *sharing,
     return uid;
 }
 
-char *nodetest_forged(const char *name, const char *from, const char *node)
+char *nodetest_forged(const char *name, const char *from, const char *node, uint64_t *created_ns)
 {
     json_object *src = nodetest_pod(NODETEST_NS, from);
     assert_non_null(src);
@@ -44,6 +45,8 @@ char *nodetest_forged(const char *name, const char *from, const char *node)
         "\"resources\":{\"limits\":{\"" FG_RES_GPU_SHARE "\":\"1\"}}}]}}",
         name, json_object_to_json_string(fg_json_get(src, "metadata", "annotations", NULL)), node);
     json_object_put(src);
+    if (created_ns)
+        *created_ns = fg_clock_mono_ns();
     json_object *pod = nodetest_create_pod(NODETEST_NS, json);
     free(json);
     char *uid = fg_strdup(fg_json_get_str(pod, "metadata", "uid", NULL));

@@ -29,8 +29,9 @@ struct nodetest_mps {
 /* Creates tenant name in NODETEST_NS with the allocation (compute milli, memory MiB, sharing) and
  * `extra` annotations (JSON members, may be ""). Returns its UID. */
 char *nodetest_tenant(const char *name, int milli, int mib, const char *sharing, const char *extra);
-/* Creates pod name in NODETEST_NS on node with every annotation of pod `from` copied. Returns its UID. */
-char *nodetest_forged(const char *name, const char *from, const char *node);
+/* Creates pod name in NODETEST_NS on node with every annotation of pod `from` copied. Returns its UID;
+ * *created_ns (may be NULL) gets the monotonic clock just before the create was sent. */
+char *nodetest_forged(const char *name, const char *from, const char *node, uint64_t *created_ns);
 /* Creates capacity pod name in fracgpu-system for node, with annotations (JSON members, may be ""). */
 void nodetest_capacity(const char *name, const char *node, const char *annotations);
 /* The UID of pod (ns, name); "" when it is gone. */
