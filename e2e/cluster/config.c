@@ -187,6 +187,11 @@ static enum fg_err read_taints(json_object *o, const char *path, json_object **o
     return FG_OK;
 }
 
+/* gpu.deviceListStrategy's names, by enum fg_sim_device_list. */
+static const char *const device_lists[] = { [FG_SIM_DEVICE_LIST_ENVVAR] = "envvar",
+                                            [FG_SIM_DEVICE_LIST_VOLUME_MOUNTS] = "volume-mounts",
+                                            [FG_SIM_DEVICE_LIST_CDI] = "cdi-cri" };
+
 static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, char *errmsg)
 {
     static const char *const fields[] = { "name", "minSize", "maxSize", "initialSize", "capacity", "labels",
@@ -237,12 +242,9 @@ static enum fg_err read_group(json_object *o, size_t i, struct fg_sim_group *g, 
             return fg_errmsg(errmsg, FG_E_PARSE, "%s.memory: a positive quantity such as 80Gi is expected", at);
         g->gpu_memory_mib = mem / 1000 / (1024 * 1024);
         const char *list = fg_json_get_str(gpu, "deviceListStrategy", NULL);
-        static const char *const lists[] = { [FG_SIM_DEVICE_LIST_ENVVAR] = "envvar",
-                                             [FG_SIM_DEVICE_LIST_VOLUME_MOUNTS] = "volume-mounts",
-                                             [FG_SIM_DEVICE_LIST_CDI] = "cdi-cri" };
         bool known = !list;
         for (int l = 0; list && l < 3 && !known; l++)
-            if (!strcmp(list, lists[l])) {
+            if (!strcmp(list, device_lists[l])) {
                 g->device_list = (enum fg_sim_device_list)l;
                 known = true;
             }
@@ -497,6 +499,7 @@ json_object *fg_sim_config_to_json(const struct fg_sim_config *cfg)
             char mem[40];
             snprintf(mem, sizeof mem, "%lldMi", (long long)g->gpu_memory_mib);
             json_object_object_add(gpu, "memory", json_object_new_string(mem));
+            json_object_object_add(gpu, "deviceListStrategy", json_object_new_string(device_lists[g->device_list]));
             json_object_object_add(o, "gpu", gpu);
         }
         json_object_array_add(groups, o);

@@ -336,7 +336,12 @@ void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     pthread_mutex_lock(&k->mu);
     n->fracgpu = f;
     fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &fracgpu_plugin, f, NULL, 0);
+    /* none until the plugin lists them: reported as 0, so a status written by an earlier run of the
+     * kubelets does not keep advertising its slots meanwhile (a merge patch keeps what it omits) */
+    enum fg_err err = fg_resources_set(&n->capacity, FG_RESOURCE_GPU_SHARE, 0);
     pthread_mutex_unlock(&k->mu);
+    if (err)
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RESOURCE_GPU_SHARE);
 }
 
 bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n)

@@ -47,11 +47,13 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
                                 char *errmsg)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->dir, sizeof c->dir, "/tmp/fg-sim-test-XXXXXX");
+    snprintf(c->dir, sizeof c->dir, "/tmp/fgs-XXXXXX"); /* short: see below */
     if (!mkdtemp(c->dir))
         return fg_errmsg(errmsg, FG_E_IO, "mkdtemp: %s", strerror(errno));
     snprintf(c->kubeconfig, sizeof c->kubeconfig, "%s/kubeconfig", c->dir);
-    snprintf(c->work, sizeof c->work, "%s/cluster", c->dir);
+    /* a node's hostPaths live under <work>/nodes/<node>/, and an mps capacity holder's MPS control socket,
+     * <mps-root>/<GPU-UUID>/pipe/control, must fit a unix socket's 108 bytes there: 103 with these names */
+    snprintf(c->work, sizeof c->work, "%s/c", c->dir);
     char bin[512];
     const char *bindir = getenv("FG_BIN_DIR");
     snprintf(bin, sizeof bin, "%s/fracgpu-sim-cluster", bindir ? bindir : "build/bin");

@@ -40,27 +40,16 @@ const char *nodetest_form_name(enum nodetest_form f)
 
 /* ---- the cluster ---- */
 
-/*
- * The cluster's working directory is a short one of its own rather than simcluster's
- * <dir>/cluster: a node's hostPaths live under <work>/nodes/<node>/, and an mps capacity holder's
- * MPS control socket, <mps-root>/<GPU-UUID>/pipe/control, must fit a unix socket's 108 bytes there
- * (under /tmp/fg-sim-test-XXXXXX/cluster it takes 117, and the daemon cannot start).
- */
 int nodetest_start(void)
 {
     fg_log_set_level(FG_LOG_WARN);
     char config[512], msg[FG_ERRMSG_MAX] = "";
     snprintf(config, sizeof config, "%s/e2e/cluster/testdata/node-e2e.yaml", getenv("FG_SOURCE_DIR"));
-    snprintf(nt.work, sizeof nt.work, "/tmp/fgn-XXXXXX");
-    if (!mkdtemp(nt.work)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+    if (fg_simcluster_start(&nt.sim, config, NULL, 60, msg) != FG_OK) {
+        fprintf(stderr, "cannot start the simulated cluster: %s\n", msg);
         return -1;
     }
-    const char *const extra[] = { "--dir", nt.work, NULL };   /* the last --dir is the one taken */
-    if (fg_simcluster_start(&nt.sim, config, extra, 60, msg) != FG_OK) {
-        fprintf(stderr, "cannot start the simulated cluster: %s (its directory: %s)\n", msg, nt.work);
-        return -1;
-    }
+    snprintf(nt.work, sizeof nt.work, "%s", nt.sim.work);
     nt.sim.k.timeout_s = 60;
     for (int f = 0; f < NODETEST_FORMS; f++) {
         char path[160];
@@ -84,13 +73,11 @@ void nodetest_stop(bool keep)
     fg_simcluster_stop(&nt.sim, keep);
     if (keep || getenv("FG_KEEP_SIM"))
         fprintf(stderr, "its working directory kept in %s\n", nt.work);
-    else if (nt.work[0] && fg_remove_tree(nt.work) != 0)
-        fprintf(stderr, "cannot remove %s\n", nt.work);
 }
 
 char *nodetest_component_log(const char *component)
 {
-    char path[160];
+    char path[400];
     snprintf(path, sizeof path, "%s/logs/%s.log", nt.work, component);
     struct fg_buf b;
     fg_buf_init(&b, 0);

@@ -36,7 +36,7 @@ enum nodetest_form { NODETEST_CDI, NODETEST_MOUNTS, NODETEST_ENV, NODETEST_FORMS
 
 struct nodetest {
     struct fg_simcluster sim;
-    char work[32];               /* the cluster's working directory (logs/, nodes/), short: see nodetest_start */
+    char work[160];              /* the cluster's working directory (logs/, nodes/): simcluster's, short enough for MPS sockets */
     char node[NODETEST_FORMS][96];
 };
 

@@ -111,6 +111,11 @@ static void test_full(void **state)
     assert_int_equal(fg_sim_config_apply(&back, out, msg), FG_OK);
     json_object *again = fg_sim_config_to_json(&back);
     assert_true(json_object_equal(out, again));
+    for (size_t i = 0; i < c.ngroups; i++) {   /* every field, not only what both sides print */
+        assert_int_equal(back.groups[i].device_list, c.groups[i].device_list);
+        assert_int_equal(back.groups[i].gpu_memory_mib, c.groups[i].gpu_memory_mib);
+        assert_string_equal(back.groups[i].gpu_model, c.groups[i].gpu_model);
+    }
     json_object_put(again);
     json_object_put(out);
     fg_sim_config_cleanup(&back);
