@@ -71,12 +71,20 @@ static void on_devices(void *ud, const struct fg_device_sample *devs, size_t n, 
         for (size_t i = 0; i < p->nincoming; i++)
             p->incoming[i].healthy = false;
     } else {
+        struct fg_dp_gpu before[FG_DP_GPUS_MAX];
+        size_t nbefore = p->nincoming;
+        memcpy(before, p->incoming, nbefore * sizeof(*before));
         p->nincoming = 0;
         for (size_t i = 0; i < n && p->nincoming < FG_DP_GPUS_MAX; i++) {
-            if (devs[i].mig || !devs[i].uuid[0])
+            if (devs[i].mig)
+                continue;
+            const struct fg_dp_gpu *known = NULL; /* a failing GPU may not even tell its UUID: its index does */
+            for (size_t j = 0; !devs[i].uuid[0] && j < nbefore && !known; j++)
+                known = before[j].index == devs[i].index ? &before[j] : NULL;
+            if (!devs[i].uuid[0] && !known)
                 continue;
             struct fg_dp_gpu *g = &p->incoming[p->nincoming++];
-            snprintf(g->uuid, sizeof(g->uuid), "%s", devs[i].uuid);
+            snprintf(g->uuid, sizeof(g->uuid), "%s", devs[i].uuid[0] ? devs[i].uuid : known->uuid);
             g->index = devs[i].index;
             g->healthy = devs[i].error[0] == '\0';
         }

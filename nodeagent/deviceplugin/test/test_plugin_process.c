@@ -6,6 +6,8 @@
  *   - a pod with annotations copied from a granted pod is refused (PERMISSION_DENIED, a GrantRefused
  *     Event), and when it is admitted first with the granted pod waiting, the kubelet's records show it
  *     holding the granted pod's slot: it is deleted within a second and the granted pod is served;
+ *   - a GPU that fails has its slots re-sent Unhealthy and a pod granted on it is refused; one that
+ *     vanishes takes its slots along, and they come back with it;
  *   - Allocate for devices it never advertised, or with a body that is not an AllocateRequest, is
  *     INVALID_ARGUMENT; garbage on its socket harms nobody;
  *   - a kubelet restart (sockets removed, kubelet.sock re-created) leads to a new registration;
@@ -55,6 +57,9 @@ extern char **environ;
 #define GPU1 "GPU-5f2c1d9e-0000-4000-8000-000000000001"
 #define GPU2 "GPU-5f2c1d9e-0000-4000-8000-000000000002"
 #define SHARE "fracgpu.io/gpu-share"
+#define GPU_STATE                                                                                              \
+    "{\"gpus\":[{\"uuid\":\"" GPU1 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,\"used\":0,\"util\":0}," \
+    "{\"uuid\":\"" GPU2 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,\"used\":0,\"util\":0}]}"
 
 static const unsigned char key1[32] = "first grant key for plugin tests";
 static const unsigned char key2[32] = "second grant key after rotation!";
@@ -292,6 +297,19 @@ static void wait_registered(unsigned after)
              p.devices, p.healthy);
 }
 
+/* Waits until the kubelet's list of slots has devices entries, healthy of them healthy. */
+static void wait_slots(size_t devices, size_t healthy)
+{
+    for (int i = 0; i < 250; i++) {
+        struct probe p = probe();
+        if (p.devices == devices && p.healthy == healthy)
+            return;
+        fg_test_sleep_ms(20);
+    }
+    struct probe p = probe();
+    fail_msg("the kubelet sees %zu slots (%zu healthy), not %zu (%zu)", p.devices, p.healthy, devices, healthy);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -306,9 +324,7 @@ static int setup(void **state)
     snprintf(E.cdi_dirs, sizeof(E.cdi_dirs), "%s/etc/cdi,%s/var/run/cdi", E.host_root, E.host_root);
     assert_int_equal(fg_mkdir_p(E.dp_dir), 0);
     assert_int_equal(fg_mkdir_p(E.host_root), 0);
-    fg_test_fake_state(E.dir, "{\"gpus\":[{\"uuid\":\"" GPU1 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,"
-                              "\"used\":0,\"util\":0},{\"uuid\":\"" GPU2 "\",\"name\":\"NVIDIA A100-SXM4-80GB\","
-                              "\"total\":85899345920,\"used\":0,\"util\":0}]}");
+    fg_test_fake_state(E.dir, GPU_STATE);
     char msg[FG_ERRMSG_MAX] = "";
     if (fg_harness_start(&E.h, NULL, msg) != FG_OK)
         fail_msg("harness: %s", msg);
@@ -396,6 +412,23 @@ static void grants_and_refusals(void **state)
     place("third", u3, GPU1, key1, "timeslice");
     struct admission t = admit("third", u3);
     assert_int_equal(t.status, FG_GRPC_OK); /* the plugin still serves */
+
+    /* GPU2 fails: its slots are re-sent Unhealthy, and a pod granted on it is refused */
+    fg_test_fake_state(E.dir, "{\"gpus\":[{\"uuid\":\"" GPU1 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,"
+                              "\"used\":0,\"util\":0},{\"uuid\":\"" GPU2 "\",\"error\":\"gpu_is_lost\"}]}");
+    wait_slots(96, 48);
+    char u4[64];
+    make_pod("on-lost-gpu", u4);
+    place("on-lost-gpu", u4, GPU2, key1, "timeslice");
+    struct admission lost = admit("on-lost-gpu", u4);
+    assert_int_equal(lost.status, FG_GRPC_PERMISSION_DENIED);
+    assert_non_null(strstr(lost.message, "is unhealthy"));
+    /* it vanishes, then comes back */
+    fg_test_fake_state(E.dir, "{\"gpus\":[{\"uuid\":\"" GPU1 "\",\"name\":\"NVIDIA A100-SXM4-80GB\",\"total\":85899345920,"
+                              "\"used\":0,\"util\":0}]}");
+    wait_slots(48, 48);
+    fg_test_fake_state(E.dir, GPU_STATE);
+    wait_slots(96, 96);
 }
 
 /* Devices the plugin never advertised, asked for directly over gRPC. */
