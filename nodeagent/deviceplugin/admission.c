@@ -44,20 +44,45 @@ void fg_dp_ledger_drop(struct fg_dp_ledger *l, const char *uid)
         }
 }
 
-void fg_dp_ledger_put(struct fg_dp_ledger *l, const char *uid, const char *ns, const char *name, const char *gpu_uuid,
+/* Takes device id from every entry holding it; entries left with no device go. */
+static void take_device(struct fg_dp_ledger *l, const char *id)
+{
+    for (size_t i = 0; i < l->n;) {
+        struct fg_dp_entry *e = &l->v[i];
+        for (size_t j = 0; j < e->ndevices; j++)
+            if (strcmp(e->device_ids[j], id) == 0) {
+                free(e->device_ids[j]);
+                e->device_ids[j] = e->device_ids[--e->ndevices];
+                break;
+            }
+        if (e->ndevices == 0) {
+            entry_cleanup(e);
+            l->v[i] = l->v[--l->n];
+        } else {
+            i++;
+        }
+    }
+}
+
+void fg_dp_ledger_put(struct fg_dp_ledger *l, const char *ns, const char *name, const struct fg_grant *g, bool mps,
                       const char *const *device_ids, size_t n)
 {
-    fg_dp_ledger_drop(l, uid);
+    fg_dp_ledger_drop(l, g->pod_uid);
+    for (size_t i = 0; i < n; i++)
+        take_device(l, device_ids[i]);
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 16;
         l->v = fg_realloc(l->v, l->cap * sizeof(*l->v));
     }
     struct fg_dp_entry *e = &l->v[l->n++];
     memset(e, 0, sizeof(*e));
-    snprintf(e->uid, sizeof(e->uid), "%s", uid);
+    snprintf(e->uid, sizeof(e->uid), "%s", g->pod_uid);
     snprintf(e->ns, sizeof(e->ns), "%s", ns);
     snprintf(e->name, sizeof(e->name), "%s", name);
-    snprintf(e->gpu_uuid, sizeof(e->gpu_uuid), "%s", gpu_uuid);
+    snprintf(e->gpu_uuid, sizeof(e->gpu_uuid), "%s", g->gpu_uuid);
+    e->compute_milli = g->compute_milli;
+    e->memory_mib = g->memory_mib;
+    e->mps = mps;
     e->device_ids = fg_calloc(n ? n : 1, sizeof(char *));
     for (size_t i = 0; i < n; i++)
         e->device_ids[i] = fg_strdup(device_ids[i]);
@@ -98,6 +123,11 @@ bool fg_dp_pod_wants_share(json_object *pod)
            has_share(fg_json_get(pod, "spec", "initContainers", NULL));
 }
 
+static bool mps_of(json_object *pod)
+{
+    return fg_str_eq(fg_json_get_str(pod, "metadata", "annotations", FG_ANN_SHARING, NULL), "mps");
+}
+
 /* Whether pod waits for admission on this node: bound here, asks for a share, not terminating,
  * not started, not yet allocated. */
 static bool waits(const struct fg_dp_node_view *v, const struct fg_dp_ledger *l, json_object *pod)
@@ -112,6 +142,10 @@ static bool waits(const struct fg_dp_node_view *v, const struct fg_dp_ledger *l,
 /* Whether pod's grant verifies for a healthy GPU of this node; *g filled, why says otherwise. */
 static bool granted(const struct fg_dp_node_view *v, json_object *pod, struct fg_grant *g, char *why, size_t why_size)
 {
+    if (has_share(fg_json_get(pod, "spec", "initContainers", NULL))) {
+        snprintf(why, why_size, FG_RES_GPU_SHARE " in an init container is never granted");
+        return false;
+    }
     char msg[FG_ERRMSG_MAX] = "";
     const char *value = fg_grant_of_pod(pod, g, msg);
     if (!value) {
@@ -132,8 +166,13 @@ static bool granted(const struct fg_dp_node_view *v, json_object *pod, struct fg
 }
 
 /* Whether a comes before b in the kubelet's admission order. */
-static bool earlier(json_object *a, json_object *b)
+static bool earlier(const struct fg_dp_node_view *v, json_object *a, json_object *b)
 {
+    if (v->seq) {
+        uint64_t sa = v->seq(v->seq_ud, a), sb = v->seq(v->seq_ud, b);
+        if (sa != sb)
+            return sa < sb;
+    }
     int64_t ta = 0, tb = 0;
     fg_time_parse(fg_json_get_str(a, "metadata", "creationTimestamp", NULL), &ta);
     fg_time_parse(fg_json_get_str(b, "metadata", "creationTimestamp", NULL), &tb);
@@ -166,12 +205,12 @@ void fg_dp_pick_pod(const struct fg_dp_node_view *v, const struct fg_dp_ledger *
                 out->outcome = FG_DP_PICK_REFUSED;
             continue;
         }
-        if (out->outcome == FG_DP_PICK_GRANTED && !earlier(pod, out->pod))
+        if (out->outcome == FG_DP_PICK_GRANTED && !earlier(v, pod, out->pod))
             continue;
         out->outcome = FG_DP_PICK_GRANTED;
         out->pod = pod;
         out->grant = g;
-        out->mps = fg_str_eq(fg_json_get_str(pod, "metadata", "annotations", FG_ANN_SHARING, NULL), "mps");
+        out->mps = mps_of(pod);
     }
 }
 
@@ -184,12 +223,36 @@ static json_object *pod_named(const struct fg_dp_node_view *v, const char *ns, c
     return NULL;
 }
 
-static void impostor(struct fg_dp_audit *out, size_t index, const char *fmt, const char *a, const char *b)
+static void condemn(struct fg_dp_ledger *l, const char *uid)
 {
+    snprintf(l->condemned[l->ncondemned++ % FG_DP_CONDEMNED_MAX], sizeof(l->condemned[0]), "%s", uid);
+}
+
+static bool condemned(const struct fg_dp_ledger *l, const char *uid)
+{
+    size_t n = l->ncondemned < FG_DP_CONDEMNED_MAX ? l->ncondemned : FG_DP_CONDEMNED_MAX;
+    for (size_t i = 0; uid && i < n; i++)
+        if (strcmp(l->condemned[i], uid) == 0)
+            return true;
+    return false;
+}
+
+static void impostor(struct fg_dp_ledger *l, struct fg_dp_audit *out, size_t index, json_object *pod, const char *fmt,
+                     const char *a, const char *b)
+{
+    if (pod)
+        condemn(l, fg_json_get_str(pod, "metadata", "uid", NULL));
     if (out->nimpostors == FG_DP_AUDIT_MAX)
         return;
     snprintf(out->why[out->nimpostors], sizeof(out->why[0]), fmt, a, b);
     out->impostors[out->nimpostors++] = index;
+}
+
+/* Whether the reply e carried is what pod's own grant asks for (same GPU, amounts and sharing). */
+static bool same_reply(const struct fg_dp_entry *e, const struct fg_grant *g, json_object *pod)
+{
+    return strcmp(e->gpu_uuid, g->gpu_uuid) == 0 && e->compute_milli == g->compute_milli &&
+           e->memory_mib == g->memory_mib && e->mps == mps_of(pod);
 }
 
 void fg_dp_ledger_audit(struct fg_dp_ledger *l, const struct fg_dp_node_view *v, const struct fg_dp_holding *h,
@@ -197,30 +260,43 @@ void fg_dp_ledger_audit(struct fg_dp_ledger *l, const struct fg_dp_node_view *v,
 {
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; i < nh; i++) {
-        bool robbed = false;
-        for (size_t j = 0; j < h[i].n && !robbed; j++) {
+        json_object *pod = pod_named(v, h[i].ns, h[i].name);
+        struct fg_grant g;
+        char why[160];
+        bool valid = pod && granted(v, pod, &g, why, sizeof(why));
+        bool settled = false;
+        for (size_t j = 0; j < h[i].n && !settled; j++) {
             struct fg_dp_entry *e = owner_of(l, h[i].device_ids[j]);
             if (!e || (strcmp(e->ns, h[i].ns) == 0 && strcmp(e->name, h[i].name) == 0))
                 continue;
+            settled = true;
+            if (valid && same_reply(e, &g, pod)) { /* two granted pods admitted in another order: same reply */
+                fg_dp_ledger_drop(l, e->uid);
+                fg_dp_ledger_put(l, h[i].ns, h[i].name, &g, mps_of(pod), h[i].device_ids, h[i].n);
+                out->rekeyed++;
+                continue;
+            }
             char owner[320];
             snprintf(owner, sizeof(owner), "%s/%s", e->ns, e->name);
-            impostor(out, i, "holds device %s, which was allocated to %s", h[i].device_ids[j], owner);
+            impostor(l, out, i, pod, "holds device %s, which was allocated to %s", h[i].device_ids[j], owner);
             fg_dp_ledger_drop(l, e->uid);
             out->robbed++;
-            robbed = true;
         }
-        if (robbed || entry_named(l, h[i].ns, h[i].name) || h[i].n == 0)
-            continue;
-        json_object *pod = pod_named(v, h[i].ns, h[i].name);
-        if (!pod)
-            continue; /* not in the cache yet: the next audit decides */
-        struct fg_grant g;
-        char why[160];
-        if (granted(v, pod, &g, why, sizeof(why))) {
-            fg_dp_ledger_put(l, g.pod_uid, h[i].ns, h[i].name, g.gpu_uuid, h[i].device_ids, h[i].n);
+        if (settled || entry_named(l, h[i].ns, h[i].name) || h[i].n == 0 || !pod)
+            continue; /* (a pod not in the cache yet: the next audit decides) */
+        const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
+        char msg[FG_ERRMSG_MAX] = "";
+        const char *value = fg_grant_of_pod(pod, &g, msg);
+        enum fg_grant_verdict verdict = value ? fg_grant_verify(&g, value, v->keys) : FG_GRANT_MISSING;
+        if (condemned(l, uid))
+            impostor(l, out, i, pod, "holds %s devices it was not granted%s", FG_RES_GPU_SHARE,
+                     " (an audit found it holding another pod's)");
+        else if (verdict == FG_GRANT_MISSING || verdict == FG_GRANT_MALFORMED)
+            impostor(l, out, i, pod, "holds %s devices without a grant: %s", FG_RES_GPU_SHARE,
+                     value ? fg_grant_verdict_name(verdict) : msg);
+        else {
+            fg_dp_ledger_put(l, h[i].ns, h[i].name, &g, mps_of(pod), h[i].device_ids, h[i].n);
             out->adopted++;
-        } else {
-            impostor(out, i, "holds %s devices without a valid grant: %s", FG_RES_GPU_SHARE, why);
         }
     }
 }

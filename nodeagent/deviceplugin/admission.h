@@ -4,18 +4,28 @@
  * The kubelet's Allocate names devices, never a pod. It admits one pod at a time, though, so the pod
  * being admitted is one of this node's pods that is bound here, asks for fracgpu.io/gpu-share, is not
  * terminating, has not started (phase Pending) and has not been allocated yet. Among those, the pod
- * served is the oldest (creationTimestamp, then namespace/name, as the kubelet admits them) whose
- * grant verifies for a healthy GPU of this node; pods whose grant does not verify are never served.
+ * served is the first whose grant verifies for a healthy GPU of this node, first in the order the
+ * node's watch showed them bound (the kubelet admits pods in the order its own watch brings them;
+ * the view's seq, else creationTimestamp then namespace/name); pods whose grant does not verify are
+ * never served, nor is a pod asking for a share in an init container (fracgpu never grants one there,
+ * and the kubelet's PodResources does not list init containers' devices, so no audit could see it).
  *
- * That guess can be wrong only when a pod without a valid grant (created by a user with spec.nodeName
- * and copied annotations) is admitted at the same moment as a granted one: the kubelet may hand the
- * granted pod's reply to the impostor. So the plugin keeps a ledger (which devices it allocated for
- * which pod) and compares it with what the kubelet says each pod holds (the PodResources API):
- * fg_dp_ledger_audit names every pod that holds a device the ledger gave to another pod, or that
- * holds fracgpu devices the ledger does not know and whose own grant does not verify; the plugin
- * evicts those at once. The granted pod loses its ledger entry, so its own Allocate, when it comes,
- * is served. Pods the ledger does not know but whose grant verifies (the agent restarted) are adopted:
- * a restart loses nothing.
+ * That guess can be wrong when a pod without a valid grant (created by a user with spec.nodeName and
+ * copied annotations) is admitted at the same moment as a granted one, or when the kubelet admits two
+ * granted pods in another order: the kubelet may hand one pod's reply to another. So the plugin keeps
+ * a ledger (which devices it allocated for which pod, on which GPU, with what) and compares it with what
+ * the kubelet says each pod holds (the PodResources API). fg_dp_ledger_audit acts only on positive
+ * evidence:
+ *   - a pod holding a device the ledger gave to another pod got that pod's reply. If the holder's own
+ *     grant verifies and names the same GPU, amounts and sharing, nothing is wrong but the bookkeeping:
+ *     the entry moves to the holder. Otherwise the holder is named (evicted at once) and the robbed
+ *     pod loses its entry, so its own Allocate, when it comes, is served;
+ *   - a pod holding fracgpu devices the ledger does not know is adopted (the agent restarted: a
+ *     restart loses nothing), unless it was named before or carries no grant at all. Its grant is not
+ *     verified again: a key rotated since, keys not loaded yet or a GPU gone unhealthy are no evidence
+ *     of theft, and while the agent is down no pod can get a device.
+ * Entries leave the ledger when their pod ends or goes (the kubelet frees its devices); a device given
+ * to a new pod leaves any older entry.
  *
  * Pure: the caller passes this node's pods (informer cache), the keys and the GPUs.
  */
@@ -25,29 +35,37 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "nodeagent/deviceplugin/slots.h"
 #include "reconcilers/grant.h"
 
-/* One pod the plugin allocated for. */
+/* One pod the plugin allocated for, and the grant its reply carried. */
 struct fg_dp_entry {
     char uid[64];
     char ns[64];
     char name[254];
     char gpu_uuid[FG_DP_UUID_MAX];
+    int64_t compute_milli, memory_mib;
+    bool mps;
     char **device_ids;
     size_t ndevices;
 };
 
+#define FG_DP_CONDEMNED_MAX 64
+
 struct fg_dp_ledger {
     struct fg_dp_entry *v;
     size_t n, cap;
+    char condemned[FG_DP_CONDEMNED_MAX][64]; /* UIDs of pods named by an audit (a ring) */
+    size_t ncondemned;
 };
 
 void fg_dp_ledger_cleanup(struct fg_dp_ledger *l);
-/* Records that device_ids went to pod (uid, ns, name) on gpu_uuid (replacing any entry of that uid). */
-void fg_dp_ledger_put(struct fg_dp_ledger *l, const char *uid, const char *ns, const char *name, const char *gpu_uuid,
+/* Records that device_ids went to pod (ns, name) with grant g (its pod_uid the key), replacing any
+ * entry of that uid and taking those devices from any other entry (an entry left with none goes). */
+void fg_dp_ledger_put(struct fg_dp_ledger *l, const char *ns, const char *name, const struct fg_grant *g, bool mps,
                       const char *const *device_ids, size_t n);
 /* The entry of the pod with this UID, or NULL. */
 const struct fg_dp_entry *fg_dp_ledger_get(const struct fg_dp_ledger *l, const char *uid);
@@ -62,6 +80,9 @@ struct fg_dp_node_view {
     const struct fg_grant_keys *keys;
     const struct fg_dp_gpu *gpus;
     size_t ngpus;
+    /* the order in which the node's watch showed each pod bound (NULL: creationTimestamp order) */
+    uint64_t (*seq)(void *ud, json_object *pod);
+    void *seq_ud;
 };
 
 enum fg_dp_pick_outcome {
@@ -82,7 +103,7 @@ struct fg_dp_pick {
     size_t nrefused;
 };
 
-/* Whether pod asks for fracgpu.io/gpu-share in any container. */
+/* Whether pod asks for fracgpu.io/gpu-share in any container (init containers included). */
 bool fg_dp_pod_wants_share(json_object *pod);
 /* Chooses the pod an Allocate serves (see above). */
 void fg_dp_pick_pod(const struct fg_dp_node_view *v, const struct fg_dp_ledger *l, struct fg_dp_pick *out);
@@ -100,8 +121,9 @@ struct fg_dp_audit {
     size_t impostors[FG_DP_AUDIT_MAX]; /* indexes into the holdings */
     char why[FG_DP_AUDIT_MAX][600];
     size_t nimpostors;
-    size_t adopted; /* pods taken into the ledger (verified grants the ledger did not know) */
+    size_t adopted; /* pods taken into the ledger (holders it did not know, with grants) */
     size_t robbed;  /* ledger entries dropped because an impostor holds their devices */
+    size_t rekeyed; /* entries moved to the granted pod that holds their devices with the same reply */
 };
 
 /* Compares the ledger with the kubelet's holdings, adopting and dropping entries (see above). */

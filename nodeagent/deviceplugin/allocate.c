@@ -92,11 +92,12 @@ static void answer(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
     for (size_t c = 0, k = 0; c < n; c++)
         for (size_t d = 0; d < h->req->container_requests[c]->n_devices_ids; d++)
             ids[k++] = h->req->container_requests[c]->devices_ids[d];
-    fg_dp_ledger_put(&p->ledger, pick->grant.pod_uid, ns, name, pick->grant.gpu_uuid, ids, nids);
     V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
     resp.n_container_responses = n;
     resp.container_responses = ptrs;
     enum fg_err err = fg_grpc_call_reply(h->call, &resp.base);
+    if (!err) /* the kubelet has it: the pod holds these devices */
+        fg_dp_ledger_put(&p->ledger, ns, name, &pick->grant, pick->mps, ids, nids);
     fg_counter_add(p->granted, 1);
     fg_histogram_observe(p->allocate_seconds, (double)(fg_clock_mono_ns() - h->start_ns) / 1e9);
     fg_log(FG_LOG_INFO, COMPONENT, "allocated GPU %s (%lld milli, %lld MiB%s) to pod %s/%s as %s%s", g.gpu_uuid,
@@ -294,6 +295,8 @@ void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len,
 static void audit_done(struct fg__dp *p)
 {
     p->auditing = false;
+    if (!p->running)
+        return; /* the plugin stops: no new audit, nothing to decide */
     if (p->audit_again) {
         p->audit_again = false;
         fg__dp_audit(p);
@@ -378,6 +381,11 @@ void fg__dp_audit(struct fg__dp *p)
 {
     if (p->auditing) {
         p->audit_again = true;
+        return;
+    }
+    /* an audit judges by the pods, the keys and the GPUs: not before all three are known */
+    if (!p->running || !fg_informer_has_synced(p->pods) || !fg_dp_keys_synced(p->keys) || !p->gpus_known) {
+        fg__dp_decide_pending(p);
         return;
     }
     char msg[FG_ERRMSG_MAX] = "";

@@ -90,11 +90,19 @@ static bool take(struct fg_dp_enforcer *e, const char *key, struct action *out)
     return found;
 }
 
-static void put_back(struct fg_dp_enforcer *e, struct action *a)
+/* Returns a failed action for its retry; false (the caller frees it) when the queue filled meanwhile
+ * or the same action was queued again. */
+static bool put_back(struct fg_dp_enforcer *e, struct action *a)
 {
     pthread_mutex_lock(&e->mu);
-    e->pending[e->npending++] = *a;
+    bool known = false;
+    for (size_t i = 0; i < e->npending && !known; i++)
+        known = strcmp(e->pending[i].key, a->key) == 0;
+    bool room = !known && e->npending < MAX_PENDING;
+    if (room)
+        e->pending[e->npending++] = *a;
     pthread_mutex_unlock(&e->mu);
+    return room;
 }
 
 static void action_free(struct action *a)
@@ -137,7 +145,8 @@ static struct fg_reconcile_result reconcile(void *ud, const char *key)
         enum fg_err err = delete_pod(e, a.pod);
         if (err != FG_OK) {
             fg_log(FG_LOG_WARN, COMPONENT, "cannot remove pod %s: %s (retrying)", key + 6, fg_err_str(err));
-            put_back(e, &a);
+            if (!put_back(e, &a))
+                action_free(&a);
             return fg_reconcile_error(err);
         }
         fg_counter_add(e->evictions, 1);

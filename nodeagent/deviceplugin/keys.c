@@ -15,6 +15,7 @@
 #define COMPONENT "device-plugin"
 
 struct fg_dp_keys {
+    struct fg_informer *inf;
     struct fg_grant_keys keys;
     char problem[FG_ERRMSG_MAX];
     char ns[64];
@@ -98,6 +99,7 @@ enum fg_err fg_dp_keys_setup(struct fg_manager *m, const char *ns, struct fg_dp_
     if (err)
         return err;
     struct fg_dp_keys *k = fg_calloc(1, sizeof(*k));
+    k->inf = inf;
     snprintf(k->ns, sizeof(k->ns), "%s", ns);
     snprintf(k->problem, sizeof(k->problem), "Secret %s/" FG_SECRET_GRANT_KEY " not found", ns);
     fg_manager_on_free(m, keys_free, k);
@@ -110,6 +112,11 @@ enum fg_err fg_dp_keys_setup(struct fg_manager *m, const char *ns, struct fg_dp_
 const struct fg_grant_keys *fg_dp_keys_get(const struct fg_dp_keys *k)
 {
     return &k->keys;
+}
+
+bool fg_dp_keys_synced(const struct fg_dp_keys *k)
+{
+    return fg_informer_has_synced(k->inf);
 }
 
 const char *fg_dp_keys_problem(const struct fg_dp_keys *k)

@@ -21,6 +21,8 @@ struct fg_dp_keys;
 enum fg_err fg_dp_keys_setup(struct fg_manager *m, const char *ns, struct fg_dp_keys **out, char *errmsg) FG_MUST_USE;
 /* The keys now (zeroed while the Secret is missing or bad). Loop thread. */
 const struct fg_grant_keys *fg_dp_keys_get(const struct fg_dp_keys *k);
+/* Whether the Secret's informer has listed once (a missing key means missing only then). Any thread. */
+bool fg_dp_keys_synced(const struct fg_dp_keys *k);
 /* Why there is no key ("" when keys are loaded). Loop thread. */
 const char *fg_dp_keys_problem(const struct fg_dp_keys *k);
 

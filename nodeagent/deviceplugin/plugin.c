@@ -211,6 +211,8 @@ static void registered(void *ud, enum fg_grpc_status status, const char *message
     (void)resp, (void)len;
     struct fg__dp *p = ud;
     struct fg_grpc_client *c = p->kubelet;
+    if (!c && status == FG_GRPC_CANCELLED)
+        return; /* we let go of it: the kubelet went, or the plugin stops */
     p->kubelet = NULL;
     fg_grpc_client_free(c); /* allowed inside its own callback */
     p->registering = false;
@@ -275,6 +277,10 @@ static void check_sockets(struct fg__dp *p)
         if (p->kubelet_ino && p->registered)
             fg_log(FG_LOG_INFO, COMPONENT, "the kubelet's socket was re-created: registering again");
         p->kubelet_ino = kubelet;
+        struct fg_grpc_client *stale = p->kubelet; /* a registration with the kubelet that went */
+        p->kubelet = NULL;
+        fg_grpc_client_free(stale);                /* its answer, CANCELLED, runs now and is not taken */
+        p->registering = false;
         p->registered = false;
         p->next_register_ns = 0;
     }
@@ -311,7 +317,7 @@ void fg__dp_view_waiting(struct fg__dp *p, struct fg_dp_node_view *v)
             !fg_dp_ledger_get(&p->ledger, fg_kobj_uid(l.items[i])) && fg_kobj_parse(l.items[i], &pods[n], NULL) == FG_OK)
             n++;
     fg_kobj_list_cleanup(&l);
-    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus };
+    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus, fg__dp_seq, p };
 }
 
 void fg__dp_view_holders(struct fg__dp *p, const struct fg_dp_holding *h, size_t nh, struct fg_dp_node_view *v)
@@ -324,7 +330,7 @@ void fg__dp_view_holders(struct fg__dp *p, const struct fg_dp_holding *h, size_t
         if ((pods[n] = fg_store_get_json(fg_informer_store(p->pods), key)))
             n++;
     }
-    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus };
+    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus, fg__dp_seq, p };
 }
 
 void fg__dp_view_cleanup(struct fg_dp_node_view *v)
@@ -344,9 +350,59 @@ static void pod_changed(void *ud, struct fg_kobj *obj)
         fg__dp_decide_pending(p);
 }
 
+/* The order in which this node's watch showed pods bound (as the kubelet's watch shows them). */
+static void note_bound(struct fg__dp *p, struct fg_kobj *obj)
+{
+    const char *uid = fg_kobj_uid(obj);
+    for (size_t i = 0; i < p->nseen; i++)
+        if (strcmp(p->seen[i].uid, uid) == 0)
+            return;
+    if (p->nseen == p->seen_cap) {
+        p->seen_cap = p->seen_cap ? 2 * p->seen_cap : 64;
+        p->seen = fg_realloc(p->seen, p->seen_cap * sizeof(*p->seen));
+    }
+    snprintf(p->seen[p->nseen].uid, sizeof(p->seen[0].uid), "%s", uid);
+    p->seen[p->nseen++].seq = ++p->next_seq;
+}
+
+static void forget_bound(struct fg__dp *p, const char *uid)
+{
+    for (size_t i = 0; i < p->nseen; i++)
+        if (strcmp(p->seen[i].uid, uid) == 0) {
+            p->seen[i] = p->seen[--p->nseen];
+            return;
+        }
+}
+
+uint64_t fg__dp_seq(void *ud, json_object *pod)
+{
+    struct fg__dp *p = ud;
+    const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
+    for (size_t i = 0; uid && i < p->nseen; i++)
+        if (strcmp(p->seen[i].uid, uid) == 0)
+            return p->seen[i].seq;
+    return UINT64_MAX;
+}
+
+static void pod_added(void *ud, struct fg_kobj *obj)
+{
+    note_bound(ud, obj);
+    pod_changed(ud, obj);
+}
+
+/* A pod that ended has no devices any more (the kubelet gives them to the next pod); a pod replaced by
+ * one of the same name (seen as an update after a relist) is another pod. */
 static void pod_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
 {
-    (void)old;
+    struct fg__dp *p = ud;
+    if (strcmp(fg_kobj_uid(old), fg_kobj_uid(obj)) != 0) {
+        fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(old));
+        forget_bound(p, fg_kobj_uid(old));
+    }
+    const char *text = fg_kobj_text(obj, NULL);
+    if (strstr(text, "\"phase\":\"Succeeded\"") || strstr(text, "\"phase\":\"Failed\""))
+        fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(obj));
+    note_bound(p, obj);
     pod_changed(ud, obj);
 }
 
@@ -354,9 +410,10 @@ static void pod_deleted(void *ud, struct fg_kobj *obj)
 {
     struct fg__dp *p = ud;
     fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(obj));
+    forget_bound(p, fg_kobj_uid(obj));
 }
 
-static const struct fg_resource_handler pod_handler = { pod_changed, pod_updated, pod_deleted };
+static const struct fg_resource_handler pod_handler = { pod_added, pod_updated, pod_deleted };
 
 /* ---- life ---- */
 
@@ -422,6 +479,7 @@ static void plugin_free(void *ud)
 {
     struct fg__dp *p = ud;
     fg_dp_ledger_cleanup(&p->ledger);
+    free(p->seen);
     pthread_mutex_destroy(&p->incoming_mu);
     free(p);
 }

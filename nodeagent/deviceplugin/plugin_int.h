@@ -64,6 +64,9 @@ struct fg__dp {
     char problem[FG_ERRMSG_MAX]; /* the registration or serving problem last logged, "" when none */
 
     struct fg_dp_ledger ledger;
+    struct { char uid[64]; uint64_t seq; } *seen; /* pods in the order the watch showed them */
+    size_t nseen, seen_cap;
+    uint64_t next_seq;
     struct fg__dp_pending pending[FG_DP_PENDING_MAX];
     size_t npending;
 
@@ -79,6 +82,8 @@ struct fg__dp {
     struct fg_histogram *allocate_seconds;
 };
 
+/* A pod's place in the order this node's watch showed pods bound (UINT64_MAX: not seen). */
+uint64_t fg__dp_seq(void *ud, json_object *pod);
 /* This node's pods that may be waiting for admission, parsed: those that ask for a share and are not
  * in the ledger (the others are skipped before parsing: a decision costs what the waiting pods cost,
  * however many tenants run). fg__dp_view_cleanup puts them. */

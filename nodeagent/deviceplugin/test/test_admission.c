@@ -2,7 +2,10 @@
  * (previous key included), never a pod with a forged, copied or edited grant — also when such a
  * pod is older; started, terminating, allocated, unshared pods and pods of other nodes do not wait.
  * The audit: a pod holding a device the ledger gave to another is an impostor and the robbed pod
- * may be admitted again; after a restart, holders with valid grants are adopted and others named. */
+ * may be admitted again — unless the holder's own grant asks for the very reply it got, when only the
+ * bookkeeping moves; after a restart, holders with grants are adopted whatever the keys or the GPU's
+ * health say now, and holders without one named. Init containers never get a share; the watch's order
+ * decides between pods created in the same second; a device given to a new pod leaves the old entry. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "base/buf.h"
 #include "base/json.h"
 #include "nodeagent/deviceplugin/admission.h"
 #include "reconcilers/podcontract.h"
@@ -62,7 +66,15 @@ struct world {
 
 static struct fg_dp_node_view view_of(struct world *w)
 {
-    return (struct fg_dp_node_view){ NODE, w->pods, w->n, &w->keys, w->gpus, 2 };
+    return (struct fg_dp_node_view){ NODE, w->pods, w->n, &w->keys, w->gpus, 2, NULL, NULL };
+}
+
+/* What the plugin records when it answers for pod uid on gpu (the amounts every pod here asks). */
+static void allocated(struct world *w, const char *uid, const char *name, const char *gpu, const char *const *ids,
+                      size_t n)
+{
+    struct fg_grant g = { uid, NODE, gpu, 300, 8192 };
+    fg_dp_ledger_put(&w->ledger, "ml", name, &g, false, ids, n);
 }
 
 static int setup(void **state)
@@ -101,7 +113,7 @@ static void serves_the_granted_pod(void **state)
 
     /* once allocated it waits no more */
     const char *ids[] = { GPU1 "::0" };
-    fg_dp_ledger_put(&w->ledger, "uid-a", "ml", "a", GPU2, ids, 1);
+    allocated(w, "uid-a", "a", GPU2, ids, 1);
     fg_dp_pick_pod(&v, &w->ledger, &p);
     assert_int_equal(p.outcome, FG_DP_PICK_NONE);
 }
@@ -192,7 +204,7 @@ static void audit_finds_impostors(void **state)
     fg_dp_pick_pod(&v, &w->ledger, &p);
     assert_string_equal(fg_json_get_str(p.pod, "metadata", "name", NULL), "granted");
     const char *d1[] = { GPU2 "::7" };
-    fg_dp_ledger_put(&w->ledger, "uid-g", "ml", "granted", GPU1, d1, 1);
+    allocated(w, "uid-g", "granted", GPU1, d1, 1);
     struct fg_dp_holding h[] = { { "ml", "forged", d1, 1 } };
     struct fg_dp_audit a;
     fg_dp_ledger_audit(&w->ledger, &v, h, 1, &a);
@@ -206,12 +218,12 @@ static void audit_finds_impostors(void **state)
     assert_int_equal(p.outcome, FG_DP_PICK_GRANTED);
     assert_string_equal(fg_json_get_str(p.pod, "metadata", "name", NULL), "granted");
     const char *d2[] = { GPU1 "::3" };
-    fg_dp_ledger_put(&w->ledger, "uid-g", "ml", "granted", GPU1, d2, 1);
+    allocated(w, "uid-g", "granted", GPU1, d2, 1);
     struct fg_dp_holding both[] = { { "ml", "forged", d1, 1 }, { "ml", "granted", d2, 1 } };
     fg_dp_ledger_audit(&w->ledger, &v, both, 2, &a);
     assert_int_equal(a.nimpostors, 1); /* the forged pod still holds a share: still named */
     assert_int_equal(a.impostors[0], 0);
-    assert_non_null(strstr(a.why[0], "without a valid grant"));
+    assert_non_null(strstr(a.why[0], "an audit found it holding another pod's")); /* named before */
     assert_non_null(fg_dp_ledger_get(&w->ledger, "uid-g"));
 }
 
@@ -233,6 +245,105 @@ static void audit_after_restart(void **state)
     assert_string_equal(e->device_ids[0], GPU1 "::0");
 }
 
+static void never_init_containers(void **state)
+{
+    struct world *w = *state;
+    json_object *p = pod("init", "uid-i", 1, GPU1, NULL, NULL);
+    json_object_object_add(fg_json_get(p, "spec", NULL), "initContainers",
+                           json_tokener_parse("[{\"name\":\"i\",\"resources\":{\"limits\":{\"" FG_RES_GPU_SHARE "\":\"1\"}}}]"));
+    w->pods[w->n++] = p;
+    struct fg_dp_node_view v = view_of(w);
+    struct fg_dp_pick pick;
+    fg_dp_pick_pod(&v, &w->ledger, &pick);
+    assert_int_equal(pick.outcome, FG_DP_PICK_REFUSED); /* its grant is valid: the init container is not */
+    assert_non_null(strstr(pick.refused_why[0], "init container"));
+}
+
+static uint64_t by_name_reversed(void *ud, json_object *pod)
+{
+    (void)ud;
+    return fg_str_eq(fg_json_get_str(pod, "metadata", "name", NULL), "b") ? 1 : 2;
+}
+
+static void watch_order(void **state)
+{
+    struct world *w = *state;
+    /* created in the same second, bound b first: the kubelet admits b first, and so does the pick */
+    w->pods[w->n++] = pod("a", "uid-a", 7, GPU1, NULL, NULL);
+    w->pods[w->n++] = pod("b", "uid-b", 7, GPU2, NULL, NULL);
+    struct fg_dp_node_view v = view_of(w);
+    struct fg_dp_pick pick;
+    fg_dp_pick_pod(&v, &w->ledger, &pick);
+    assert_string_equal(fg_json_get_str(pick.pod, "metadata", "name", NULL), "a"); /* without the order: by name */
+    v.seq = by_name_reversed;
+    fg_dp_pick_pod(&v, &w->ledger, &pick);
+    assert_string_equal(fg_json_get_str(pick.pod, "metadata", "name", NULL), "b");
+}
+
+static void swaps_between_granted_pods(void **state)
+{
+    struct world *w = *state;
+    w->pods[w->n++] = pod("a", "uid-a", 1, GPU1, NULL, NULL);
+    w->pods[w->n++] = pod("b", "uid-b", 1, GPU1, NULL, NULL); /* same GPU and amounts as a */
+    w->pods[w->n++] = pod("c", "uid-c", 1, GPU2, NULL, NULL);
+    struct fg_dp_node_view v = view_of(w);
+    /* a's reply went to b: the same reply b's own grant asks for, so only the bookkeeping moves */
+    const char *d1[] = { GPU1 "::1" };
+    allocated(w, "uid-a", "a", GPU1, d1, 1);
+    struct fg_dp_holding h[] = { { "ml", "b", d1, 1 } };
+    struct fg_dp_audit au;
+    fg_dp_ledger_audit(&w->ledger, &v, h, 1, &au);
+    assert_int_equal(au.nimpostors, 0);
+    assert_int_equal(au.rekeyed, 1);
+    assert_null(fg_dp_ledger_get(&w->ledger, "uid-a")); /* a is served when its own Allocate comes */
+    assert_non_null(fg_dp_ledger_get(&w->ledger, "uid-b"));
+    /* c got b's reply, b's GPU: not what c's grant names, so c is named and b may be served again */
+    const char *d2[] = { GPU1 "::2" };
+    allocated(w, "uid-b", "b", GPU1, d2, 1);
+    struct fg_dp_holding h2[] = { { "ml", "c", d2, 1 } };
+    fg_dp_ledger_audit(&w->ledger, &v, h2, 1, &au);
+    assert_int_equal(au.nimpostors, 1);
+    assert_int_equal(au.robbed, 1);
+    assert_null(fg_dp_ledger_get(&w->ledger, "uid-b"));
+}
+
+static void adoption_needs_no_fresh_verdict(void **state)
+{
+    struct world *w = *state;
+    /* after a restart: the keys not loaded yet, the pod's GPU unhealthy, a key rotated away since —
+     * none of it is evidence of theft, so every running holder with a grant is adopted */
+    w->pods[w->n++] = pod("old-key", "uid-o", 1, GPU1, old_key, NULL);
+    w->pods[w->n++] = pod("sick", "uid-s", 2, GPU2, NULL, NULL);
+    json_object *bare = pod("bare", "uid-x", 3, GPU1, NULL, NULL); /* a grant never written */
+    json_object_object_del(fg_json_get(bare, "metadata", "annotations", NULL), FG_ANN_GRANT);
+    w->pods[w->n++] = bare;
+    w->gpus[1].healthy = false;
+    struct fg_dp_node_view v = view_of(w);
+    const char *a[] = { GPU1 "::0" }, *b[] = { GPU2 "::0" }, *c[] = { GPU1 "::1" };
+    struct fg_dp_holding h[] = { { "ml", "old-key", a, 1 }, { "ml", "sick", b, 1 }, { "ml", "bare", c, 1 } };
+    struct fg_dp_audit au;
+    fg_dp_ledger_audit(&w->ledger, &v, h, 3, &au);
+    assert_int_equal(au.adopted, 2);
+    assert_int_equal(au.nimpostors, 1);
+    assert_int_equal(au.impostors[0], 2);
+    assert_non_null(strstr(au.why[0], "without a grant"));
+    memset(&w->keys, 0, sizeof(w->keys)); /* no key at all: still adopted (already in the ledger now) */
+    fg_dp_ledger_cleanup(&w->ledger);
+    fg_dp_ledger_audit(&w->ledger, &v, h, 2, &au);
+    assert_int_equal(au.adopted, 2);
+    assert_int_equal(au.nimpostors, 0);
+}
+
+static void devices_move_with_grants(void **state)
+{
+    struct world *w = *state;
+    const char *d[] = { GPU1 "::4" };
+    allocated(w, "uid-done", "done", GPU1, d, 1);
+    allocated(w, "uid-next", "next", GPU1, d, 1); /* the kubelet gave the freed slot to the next pod */
+    assert_null(fg_dp_ledger_get(&w->ledger, "uid-done"));
+    assert_int_equal(fg_dp_ledger_get(&w->ledger, "uid-next")->ndevices, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +353,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(who_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_finds_impostors, setup, teardown),
         cmocka_unit_test_setup_teardown(audit_after_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(never_init_containers, setup, teardown),
+        cmocka_unit_test_setup_teardown(watch_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(swaps_between_granted_pods, setup, teardown),
+        cmocka_unit_test_setup_teardown(adoption_needs_no_fresh_verdict, setup, teardown),
+        cmocka_unit_test_setup_teardown(devices_move_with_grants, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
