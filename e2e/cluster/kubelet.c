@@ -62,6 +62,7 @@ static void kubelets_free(void *ud)
         fg_sim_fracgpu_free(k, k->nodes[i], false);   /* the manager's loop is stopped by now */
         fg_sim_node_free(k->nodes[i]);
     }
+    fg_sim_fracgpu_cleanup();
     free(k->nodes);
     fg_sim_trace_source_cleanup(&k->traces);
     pthread_mutex_destroy(&k->mu);

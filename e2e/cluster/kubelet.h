@@ -227,8 +227,11 @@ void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n);
 /* Every tick (ticker thread, mu not held): the slots the plugin lists become the node's capacity;
  * true when they changed (the Node's status is then due). */
 bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n);
-/* The node goes, or the kubelets stop (loop_running false: the loop is stopped already). */
+/* The node goes (its state retired until fg_sim_fracgpu_cleanup), or the kubelets stop (loop_running
+ * false: the loop is stopped already, and so are the pod workers). */
 void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool loop_running);
+/* Frees what nodes that went left behind; when the kubelets stop. */
+void fg_sim_fracgpu_cleanup(void);
 /* With gpuState memory, what a capacity pod's holder reports, written by the kubelet once the pod
  * runs (mu not held; a pod worker). */
 void fg_sim_fracgpu_play_holder(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod);

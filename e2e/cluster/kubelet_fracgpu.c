@@ -46,6 +46,13 @@
 #define ALLOCATE_TIMEOUT_MS 15000
 #define LOOP_TIMEOUT_MS 5000
 
+/* A node's plugin state outlives the node: a pod worker may have taken it from the node's devices
+ * under the kubelets' lock and be about to call it when the node goes. So a retired one is kept (its
+ * sockets closed, its calls refused) until the kubelets stop and no worker runs. */
+static pthread_mutex_t retired_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fg_sim_fracgpu *retired;
+static struct played *retired_played;
+
 struct queued {
     bool restore; /* else a release */
     char uid[64], ns[64], name[254], container[128];
@@ -54,6 +61,7 @@ struct queued {
 };
 
 struct fg_sim_fracgpu {
+    struct fg_sim_fracgpu *next_retired;
     struct fg_sim_kubelets *k;
     char node[FG_SIM_NODE_NAME_MAX];
     char dir[PATH_MAX], pod_resources[PATH_MAX];
@@ -234,6 +242,7 @@ static const struct fg_sim_device_plugin fracgpu_plugin = {
 /* ---- played in-process (gpuState memory) ---- */
 
 struct played {
+    struct played *next_retired;
     struct fg_sim_kubelets *k;
     char node[FG_SIM_NODE_NAME_MAX];
     atomic_uint next; /* slot numbers handed out, for distinct IDs */
@@ -362,9 +371,28 @@ bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     return true;
 }
 
+static void fracgpu_destroy(struct fg_sim_fracgpu *f)
+{
+    for (size_t i = 0; i < f->nq; i++)
+        queued_cleanup(&f->q[i]);
+    free(f->q);
+    pthread_cond_destroy(&f->idle);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
 void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool loop_running)
 {
-    free(n->played); /* its plugin goes with the node's devices; no call of it is under way (mu) */
+    pthread_mutex_lock(&retired_mu);
+    if (n->played) {
+        if (loop_running) {
+            n->played->next_retired = retired_played;
+            retired_played = n->played;
+        } else {
+            free(n->played);
+        }
+    }
+    pthread_mutex_unlock(&retired_mu);
     n->played = NULL;
     struct fg_sim_fracgpu *f = n->fracgpu;
     if (!f)
@@ -382,11 +410,29 @@ void fg_sim_fracgpu_free(struct fg_sim_kubelets *k, struct fg_sim_node *n, bool 
         n->fracgpu = NULL; /* the loop may still run its calls: leaking f beats a use after free */
         return;
     }
-    for (size_t i = 0; i < f->nq; i++)
-        queued_cleanup(&f->q[i]);
-    free(f->q);
-    pthread_cond_destroy(&f->idle);
-    pthread_mutex_destroy(&f->mu);
-    free(f);
     n->fracgpu = NULL;
+    if (!loop_running) {
+        fracgpu_destroy(f);
+        return;
+    }
+    pthread_mutex_lock(&retired_mu);
+    f->next_retired = retired;
+    retired = f;
+    pthread_mutex_unlock(&retired_mu);
+}
+
+void fg_sim_fracgpu_cleanup(void)
+{
+    pthread_mutex_lock(&retired_mu);
+    while (retired) {
+        struct fg_sim_fracgpu *f = retired;
+        retired = f->next_retired;
+        fracgpu_destroy(f);
+    }
+    while (retired_played) {
+        struct played *pl = retired_played;
+        retired_played = pl->next_retired;
+        free(pl);
+    }
+    pthread_mutex_unlock(&retired_mu);
 }

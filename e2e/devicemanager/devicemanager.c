@@ -184,15 +184,26 @@ enum fg_err fg_dm_new(struct event_base *base, const struct fg_dm_opts *opts, st
     return FG_OK;
 }
 
+/* Frees every plugin. The table is emptied first: a call cancelled by a free ends in callbacks that
+ * look plugins up by resource, and must find none of those being freed. */
+static void plugins_free(struct fg_dm *dm)
+{
+    struct fg__dm_plugin **v = dm->plugins;
+    size_t n = dm->nplugins;
+    dm->plugins = NULL;
+    dm->nplugins = 0;
+    for (size_t i = 0; i < n; i++)
+        plugin_free(v[i]);
+    free(v);
+}
+
 void fg_dm_free(struct fg_dm *dm)
 {
     if (!dm)
         return;
     fg_grpc_server_free(dm->registration);
     fg_grpc_server_free(dm->pod_resources);
-    for (size_t i = 0; i < dm->nplugins; i++)
-        plugin_free(dm->plugins[i]);
-    free(dm->plugins);
+    plugins_free(dm);
     fg__dm_holdings_cleanup(dm);
     free(dm);
 }
@@ -201,9 +212,7 @@ enum fg_err fg_dm_restart(struct fg_dm *dm, char *errmsg)
 {
     fg_grpc_server_free(dm->registration);
     dm->registration = NULL;
-    for (size_t i = 0; i < dm->nplugins; i++)
-        plugin_free(dm->plugins[i]);
-    dm->nplugins = 0;
+    plugins_free(dm);
     remove_sockets(dm->dir);
     return serve_registration(dm, errmsg);
 }
