@@ -6,8 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/fs.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "nodeagent/deviceplugin/plugin_int.h"
@@ -400,8 +402,14 @@ static void pod_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
         forget_bound(p, fg_kobj_uid(old));
     }
     const char *text = fg_kobj_text(obj, NULL);
-    if (strstr(text, "\"phase\":\"Succeeded\"") || strstr(text, "\"phase\":\"Failed\""))
-        fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(obj));
+    json_object *pod = NULL;
+    if ((strstr(text, "\"phase\":\"Succeeded\"") || strstr(text, "\"phase\":\"Failed\"")) &&
+        fg_kobj_parse(obj, &pod, NULL) == FG_OK) { /* (the text alone: an annotation could say so too) */
+        const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
+        if (fg_str_eq(phase, "Succeeded") || fg_str_eq(phase, "Failed"))
+            fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(obj));
+        json_object_put(pod);
+    }
     note_bound(p, obj);
     pod_changed(ud, obj);
 }
