@@ -165,13 +165,8 @@ enum fg_err fg_grant_key_reconciler_setup(struct fg_manager *m, const struct fg_
     enum fg_err err = fg_grant_key_policy_check(&o->policy, errmsg);
     if (err != FG_OK)
         return err;
-    char selector[300];
-    snprintf(selector, sizeof(selector), "metadata.name=%s", o->secret);
     struct fg_informer *secrets;
-    err = fg_informer_factory_get(fg_manager_informers(m),
-                                  &(struct fg_informer_want){ .resource = &fg_kube_secrets, .ns = o->ns,
-                                                              .field_selector = selector },
-                                  &secrets, errmsg);
+    err = fg_informer_factory_get_named(fg_manager_informers(m), &fg_kube_secrets, o->ns, o->secret, &secrets, errmsg);
     if (err != FG_OK)
         return err;
     struct reconciler *r = fg_calloc(1, sizeof(*r));

@@ -91,11 +91,8 @@ static void keys_free(void *ud)
 enum fg_err fg_dp_keys_setup(struct fg_manager *m, const char *ns, struct fg_dp_keys **out, char *errmsg)
 {
     struct fg_informer *inf;
-    enum fg_err err = fg_informer_factory_get(
-        fg_manager_informers(m),
-        &(struct fg_informer_want){ .resource = &fg_kube_secrets, .ns = ns,
-                                    .field_selector = "metadata.name=" FG_SECRET_GRANT_KEY },
-        &inf, errmsg);
+    enum fg_err err = fg_informer_factory_get_named(fg_manager_informers(m), &fg_kube_secrets, ns, FG_SECRET_GRANT_KEY,
+                                                    &inf, errmsg);
     if (err)
         return err;
     struct fg_dp_keys *k = fg_calloc(1, sizeof(*k));

@@ -203,6 +203,16 @@ enum fg_err fg_informer_factory_get(struct fg_informer_factory *f, const struct 
     return FG_OK;
 }
 
+enum fg_err fg_informer_factory_get_named(struct fg_informer_factory *f, const struct fg_kube_resource *res,
+                                          const char *ns, const char *name, struct fg_informer **out, char *errmsg)
+{
+    char *selector = fg_asprintf("metadata.name=%s", name ? name : "");
+    enum fg_err err = fg_informer_factory_get(
+        f, &(struct fg_informer_want){ .resource = res, .ns = ns, .field_selector = selector }, out, errmsg);
+    free(selector); /* the factory keeps a copy */
+    return err;
+}
+
 enum fg_err fg_informer_factory_index(struct fg_informer_factory *f, struct fg_informer *inf, const char *name,
                                       fg_index_fn *fn, void *ud)
 {

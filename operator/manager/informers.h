@@ -63,6 +63,12 @@ void fg_informer_factory_free(struct fg_informer_factory *f);
  * resource, FG_E_BUSY once started. */
 enum fg_err fg_informer_factory_get(struct fg_informer_factory *f, const struct fg_informer_want *want,
                                     struct fg_informer **out, char *errmsg) FG_MUST_USE;
+/* The informer of one object, res `name` in ns (NULL for a cluster-scoped resource), the whole object
+ * kept: a field selector on metadata.name, which RBAC can restrict to that name (resourceNames).
+ * Errors as fg_informer_factory_get. */
+enum fg_err fg_informer_factory_get_named(struct fg_informer_factory *f, const struct fg_kube_resource *res,
+                                          const char *ns, const char *name, struct fg_informer **out,
+                                          char *errmsg) FG_MUST_USE;
 /* Adds index `name` to inf's store; a repeat with the same fn and ud is a no-op. FG_E_INVAL for a
  * different function under that name or an informer not from f, FG_E_BUSY once started. */
 enum fg_err fg_informer_factory_index(struct fg_informer_factory *f, struct fg_informer *inf, const char *name,

@@ -184,13 +184,9 @@ static void seed(void *ud, struct fg_keys *out)
 enum fg_err fg_cert_reconciler_setup(struct fg_manager *m, const struct fg_cert_reconciler_opts *opts,
                                      struct fg_informer *secrets, char *errmsg)
 {
-    char selector[300];
-    snprintf(selector, sizeof(selector), "metadata.name=%s", opts->config);
     struct fg_informer *configs;
-    enum fg_err err = fg_informer_factory_get(
-        fg_manager_informers(m),
-        &(struct fg_informer_want){ .resource = &fg_kube_mutatingwebhookconfigurations, .field_selector = selector },
-        &configs, errmsg);
+    enum fg_err err = fg_informer_factory_get_named(fg_manager_informers(m), &fg_kube_mutatingwebhookconfigurations,
+                                                    NULL, opts->config, &configs, errmsg);
     if (err != FG_OK)
         return err;
     struct fg_cert_reconciler *r = fg_calloc(1, sizeof(*r));

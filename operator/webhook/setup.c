@@ -107,13 +107,8 @@ enum fg_err fg_webhook_setup(struct fg_manager *m, const struct fg_webhook_opts 
     if ((err = fg_webhook_server_new(&so, &w->server, errmsg)) != FG_OK)
         return err;
 
-    char selector[300];
-    snprintf(selector, sizeof(selector), "metadata.name=%s", o->secret);
     struct fg_informer *secrets;
-    err = fg_informer_factory_get(fg_manager_informers(m),
-                                  &(struct fg_informer_want){ .resource = &fg_kube_secrets, .ns = o->ns,
-                                                              .field_selector = selector },
-                                  &secrets, errmsg);
+    err = fg_informer_factory_get_named(fg_manager_informers(m), &fg_kube_secrets, o->ns, o->secret, &secrets, errmsg);
     static const struct fg_resource_handler handler = { load, on_update, on_delete };
     if (!err)
         err = fg_informer_add_handler(secrets, &handler, w);
