@@ -67,8 +67,6 @@
 #define FG_SIM_ANN_RUN_SECONDS "sim.fracgpu.io/run-seconds"
 #define FG_SIM_ANN_EXIT_CODE "sim.fracgpu.io/exit-code"
 #define FG_SIM_ANN_GPU_UUID "sim.fracgpu.io/gpu-uuid"       /* a pod with no GPU request uses this GPU */
-#define FG_RESOURCE_GPU "nvidia.com/gpu"
-#define FG_RESOURCE_GPU_SHARE "fracgpu.io/gpu-share"
 
 struct fg_sim_node {
     char name[FG_SIM_NODE_NAME_MAX];

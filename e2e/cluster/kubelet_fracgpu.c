@@ -120,7 +120,7 @@ static void drain_on_loop(void *ud)
     pthread_mutex_unlock(&f->mu);
     for (size_t i = 0; i < n; i++) {
         if (f->dm && q[i].restore)
-            fg_dm_record(f->dm, q[i].ns, q[i].name, q[i].uid, q[i].container, FG_RESOURCE_GPU_SHARE,
+            fg_dm_record(f->dm, q[i].ns, q[i].name, q[i].uid, q[i].container, FG_RES_GPU_SHARE,
                          (const char *const *)q[i].ids, q[i].n);
         else if (f->dm)
             fg_dm_pod_gone(f->dm, q[i].uid);
@@ -139,7 +139,7 @@ static void probe_on_loop(void *ud)
     struct probe *p = ud;
     p->healthy = 0;
     if (p->f->dm)
-        fg_dm_resource(p->f->dm, FG_RESOURCE_GPU_SHARE, NULL, &p->healthy);
+        fg_dm_resource(p->f->dm, FG_RES_GPU_SHARE, NULL, &p->healthy);
 }
 
 /* ---- the plugin, as the node's device manager sees it ---- */
@@ -283,11 +283,11 @@ static void play_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     snprintf(pl->node, sizeof pl->node, "%s", n->name);
     pthread_mutex_lock(&k->mu);
     n->played = pl;
-    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &played_plugin, pl, NULL, 0);
-    enum fg_err err = fg_resources_set(&n->capacity, FG_RESOURCE_GPU_SHARE, (int64_t)n->ngpus * FG_SIM_PLAYED_SLOTS * 1000);
+    fg_sim_devices_register(&n->devices, FG_RES_GPU_SHARE, &played_plugin, pl, NULL, 0);
+    enum fg_err err = fg_resources_set(&n->capacity, FG_RES_GPU_SHARE, (int64_t)n->ngpus * FG_SIM_PLAYED_SLOTS * 1000);
     pthread_mutex_unlock(&k->mu);
     if (err)
-        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RESOURCE_GPU_SHARE);
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RES_GPU_SHARE);
 }
 
 void fg_sim_fracgpu_play_holder(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json_object *pod)
@@ -301,7 +301,7 @@ void fg_sim_fracgpu_play_holder(struct fg_sim_kubelets *k, struct fg_sim_pod *p,
     int64_t memory_mib = 0;
     pthread_mutex_lock(&k->mu);
     for (size_t i = 0; i < p->ngrants && !uuid[0]; i++)
-        if (!strcmp(p->grants[i].resource, FG_RESOURCE_GPU) && p->grants[i].nids == 1)
+        if (!strcmp(p->grants[i].resource, FG_RES_NVIDIA_GPU) && p->grants[i].nids == 1)
             snprintf(uuid, sizeof uuid, "%s", p->grants[i].ids[0]);
     if (p->node)
         memory_mib = p->node->group->gpu_memory_mib - (FG_SIM_GPU_RESERVED_BYTES >> 20) - FG_SIM_PLAYED_OVERHEAD_MIB;
@@ -344,13 +344,13 @@ void fg_sim_fracgpu_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
     }
     pthread_mutex_lock(&k->mu);
     n->fracgpu = f;
-    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &fracgpu_plugin, f, NULL, 0);
+    fg_sim_devices_register(&n->devices, FG_RES_GPU_SHARE, &fracgpu_plugin, f, NULL, 0);
     /* none until the plugin lists them: reported as 0, so a status written by an earlier run of the
      * kubelets does not keep advertising its slots meanwhile (a merge patch keeps what it omits) */
-    enum fg_err err = fg_resources_set(&n->capacity, FG_RESOURCE_GPU_SHARE, 0);
+    enum fg_err err = fg_resources_set(&n->capacity, FG_RES_GPU_SHARE, 0);
     pthread_mutex_unlock(&k->mu);
     if (err)
-        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RESOURCE_GPU_SHARE);
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RES_GPU_SHARE);
 }
 
 bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n)
@@ -362,12 +362,12 @@ bool fg_sim_fracgpu_tick(struct fg_sim_kubelets *k, struct fg_sim_node *n)
         return false;
     f->slots = p.healthy;
     pthread_mutex_lock(&k->mu);
-    enum fg_err err = fg_resources_set(&n->capacity, FG_RESOURCE_GPU_SHARE, (int64_t)p.healthy * 1000);
+    enum fg_err err = fg_resources_set(&n->capacity, FG_RES_GPU_SHARE, (int64_t)p.healthy * 1000);
     pthread_mutex_unlock(&k->mu);
     if (err)
-        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RESOURCE_GPU_SHARE);
+        fg_log(FG_LOG_WARN, COMPONENT, "node %s: cannot record %s capacity", n->name, FG_RES_GPU_SHARE);
     fg_log(FG_LOG_INFO, COMPONENT, "node %s: %s %zu (the device plugin's healthy devices)", n->name,
-           FG_RESOURCE_GPU_SHARE, p.healthy);
+           FG_RES_GPU_SHARE, p.healthy);
     return true;
 }
 

@@ -70,7 +70,7 @@ void fg_sim_gpus_pod_setup(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json
     bool whole = false, shared = false;
     for (size_t i = 0; i < p->ngrants; i++) {
         const struct fg_sim_grant *g = &p->grants[i];
-        for (size_t d = 0; d < g->nids && !strcmp(g->resource, FG_RESOURCE_GPU); d++) {
+        for (size_t d = 0; d < g->nids && !strcmp(g->resource, FG_RES_NVIDIA_GPU); d++) {
             int idx = fg_sim_nvidia_gpu_index(p->node, g->ids[d]);
             if (idx >= 0)
                 p->containers[g->container].gpus |= 1u << idx;
@@ -78,13 +78,13 @@ void fg_sim_gpus_pod_setup(struct fg_sim_kubelets *k, struct fg_sim_pod *p, json
     }
     for (size_t i = 0; i < p->ncontainers; i++) {
         json_object *spec = fg_sim_container_spec(p, pod, i);
-        whole = whole || fg_sim_container_wants(spec, FG_RESOURCE_GPU) > 0;
-        shared = shared || fg_sim_container_wants(spec, FG_RESOURCE_GPU_SHARE) > 0;
+        whole = whole || fg_sim_container_wants(spec, FG_RES_NVIDIA_GPU) > 0;
+        shared = shared || fg_sim_container_wants(spec, FG_RES_GPU_SHARE) > 0;
     }
     int g;
     if (shared && (g = annotated_gpu(p, pod, FG_ANN_GPU_UUID)) >= 0) {
         for (size_t i = 0; i < p->ncontainers; i++)
-            if (fg_sim_container_wants(fg_sim_container_spec(p, pod, i), FG_RESOURCE_GPU_SHARE) > 0)
+            if (fg_sim_container_wants(fg_sim_container_spec(p, pod, i), FG_RES_GPU_SHARE) > 0)
                 p->containers[i].gpus |= 1u << g;
     }
     if (!fg_json_get(pod, "metadata", "annotations", FG_SIM_ANN_GPU_UUID, NULL))

@@ -62,7 +62,7 @@ void fg_sim_nvidia_boot(struct fg_sim_kubelets *k, struct fg_sim_node *n)
         ids[i] = n->gpu_uuid[i];
     }
     if (n->ngpus)
-        fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU, &nvidia_plugin, NULL, ids, n->ngpus);
+        fg_sim_devices_register(&n->devices, FG_RES_NVIDIA_GPU, &nvidia_plugin, NULL, ids, n->ngpus);
 }
 
 /* What tells a device plugin (fracgpu's auto-detection, NVIDIA's own) how the node's runtime takes a

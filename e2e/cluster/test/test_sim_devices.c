@@ -89,7 +89,7 @@ static void pod_free(struct fg_sim_pod *p)
 
 static size_t held_by(struct fg_sim_node *n, const char *uid)
 {
-    struct fg_sim_device_resource *r = fg_sim_devices_find(&n->devices, FG_RESOURCE_GPU);
+    struct fg_sim_device_resource *r = fg_sim_devices_find(&n->devices, FG_RES_NVIDIA_GPU);
     size_t held = 0;
     for (size_t i = 0; i < r->n; i++)
         held += !strcmp(r->v[i].holder, uid);
@@ -136,12 +136,12 @@ static void test_reserve_and_free(void **state)
     assert_int_equal(held_by(n, "uid-1"), 1);
     /* an unhealthy GPU is not given */
     fg_sim_devices_release(n, p3);
-    assert_true(fg_sim_devices_set_health(&n->devices, FG_RESOURCE_GPU, n->gpu_uuid[1], false));
+    assert_true(fg_sim_devices_set_health(&n->devices, FG_RES_NVIDIA_GPU, n->gpu_uuid[1], false));
     fg_sim_grants_free(p3);
     assert_true(fg_sim_devices_reserve(n, p3, j3));
     assert_string_equal(p3->grants[0].ids[0], n->gpu_uuid[2]);
     assert_string_equal(p3->grants[0].ids[1], n->gpu_uuid[3]);
-    assert_false(fg_sim_devices_set_health(&n->devices, FG_RESOURCE_GPU, "GPU-none", false));
+    assert_false(fg_sim_devices_set_health(&n->devices, FG_RES_NVIDIA_GPU, "GPU-none", false));
     pod_free(p1);
     pod_free(p2);
     pod_free(p3);
@@ -207,11 +207,11 @@ static void test_allocate(void **state)
                                                  .release = fg_sim_device_plugin_release_none,
                                                  .restore = fg_sim_device_plugin_restore_none };
     const char *slots[] = { "slot-0", "slot-1" };
-    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &plugin, &asked, slots, 2);
+    fg_sim_devices_register(&n->devices, FG_RES_GPU_SHARE, &plugin, &asked, slots, 2);
     p = pod_on(n, j);
     assert_true(fg_sim_devices_reserve(n, p, j));
     assert_int_equal(p->ngrants, 2);
-    assert_string_equal(p->grants[1].resource, FG_RESOURCE_GPU_SHARE);
+    assert_string_equal(p->grants[1].resource, FG_RES_GPU_SHARE);
     assert_string_equal(p->grants[1].ids[0], "slot-0");
     pthread_mutex_lock(&k.mu);
     assert_false(fg_sim_devices_allocate(&k, p));
@@ -223,8 +223,8 @@ static void test_allocate(void **state)
     assert_false(p->grants[1].answered);
     /* registering again keeps what is held */
     const char *more[] = { "slot-1", "slot-0", "slot-2" };
-    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &plugin, &asked, more, 3);
-    struct fg_sim_device_resource *r = fg_sim_devices_find(&n->devices, FG_RESOURCE_GPU_SHARE);
+    fg_sim_devices_register(&n->devices, FG_RES_GPU_SHARE, &plugin, &asked, more, 3);
+    struct fg_sim_device_resource *r = fg_sim_devices_find(&n->devices, FG_RES_GPU_SHARE);
     assert_int_equal(r->n, 3);
     assert_string_equal(r->v[1].holder, "uid-2");
     assert_string_equal(r->v[0].holder, "");
@@ -273,7 +273,7 @@ static void test_plugin_that_chooses(void **state)
     struct chooser c = { .next = 3 };
     const struct fg_sim_device_plugin plugin = { .name = "fracgpu", .chooses = true, .allocate = choose,
                                                  .release = chooser_release, .restore = chooser_restore };
-    fg_sim_devices_register(&n->devices, FG_RESOURCE_GPU_SHARE, &plugin, &c, NULL, 0);
+    fg_sim_devices_register(&n->devices, FG_RES_GPU_SHARE, &plugin, &c, NULL, 0);
     json_object *j = pod_json("frac", "uid-f", "{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
                               "{\"fracgpu.io/gpu-share\":2}}}]}");
     struct fg_sim_pod *p = pod_on(n, j);
@@ -304,7 +304,7 @@ static void test_plugin_that_chooses(void **state)
     struct fg_sim_pod *adopted = pod_on(n, j);
     fg_sim_devices_adopt(n, adopted, j);
     assert_string_equal(c.restored, "uid-f main 2 slot-3");
-    assert_int_equal(fg_sim_devices_find(&n->devices, FG_RESOURCE_GPU_SHARE)->n, 0);   /* not kept here */
+    assert_int_equal(fg_sim_devices_find(&n->devices, FG_RES_GPU_SHARE)->n, 0);   /* not kept here */
     pod_free(p);
     pod_free(adopted);
     json_object_put(j);
@@ -351,14 +351,14 @@ static void test_status_rebuilds(void **state)
     json_object *slots = json_object_new_array();
     json_object_array_add(slots, slot);
     json_object *entry = json_object_new_object();
-    fg_json_set_str(entry, "name", FG_RESOURCE_GPU_SHARE);
+    fg_json_set_str(entry, "name", FG_RES_GPU_SHARE);
     json_object_object_add(entry, "resources", slots);
     json_object_array_add(fg_json_get(json_object_array_get_idx(list, 0), "allocatedResourcesStatus", NULL), entry);
     struct fg_sim_node *third = node_new("gpu-d", 4);
     struct fg_sim_pod *held = pod_on(third, j2);
     fg_sim_devices_adopt(third, held, j2);
     assert_int_equal(held->ngrants, 2);
-    struct fg_sim_device_resource *r = fg_sim_devices_find(&third->devices, FG_RESOURCE_GPU_SHARE);
+    struct fg_sim_device_resource *r = fg_sim_devices_find(&third->devices, FG_RES_GPU_SHARE);
     assert_non_null(r);
     assert_null(r->plugin);
     assert_string_equal(r->v[0].holder, "uid-2");
@@ -371,8 +371,8 @@ static void test_status_rebuilds(void **state)
                                                       .release = fg_sim_device_plugin_release_none,
                                                       .restore = fg_sim_device_plugin_restore_none };
     const char *listed[] = { "slot-0", "slot-1" };
-    fg_sim_devices_register(&third->devices, FG_RESOURCE_GPU_SHARE, &none, NULL, listed, 2);
-    r = fg_sim_devices_find(&third->devices, FG_RESOURCE_GPU_SHARE);
+    fg_sim_devices_register(&third->devices, FG_RES_GPU_SHARE, &none, NULL, listed, 2);
+    r = fg_sim_devices_find(&third->devices, FG_RES_GPU_SHARE);
     assert_string_equal(r->v[0].holder, "");
     assert_string_equal(r->v[1].holder, "uid-2");
     pod_free(held);
@@ -447,7 +447,7 @@ static void test_visible(void **state)
     node_free(n);
     struct fg_sim_node *cpu = node_new("cpu-a", 0);
     assert_false(fg_sim_nvidia_visible(cpu, "all", out, sizeof out));
-    assert_null(fg_sim_devices_find(&cpu->devices, FG_RESOURCE_GPU));
+    assert_null(fg_sim_devices_find(&cpu->devices, FG_RES_NVIDIA_GPU));
     node_free(cpu);
 }
 
