@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -144,4 +145,42 @@ enum fg_err fg_simcluster_log(struct fg_simcluster *c, const char *component, st
     snprintf(path, sizeof path, "%s/logs/%s.log", c->work, component);
     fg_buf_reset(out);
     return fg_buf_read_file(out, path, NULL);
+}
+
+pid_t fg_simcluster_component_pid(struct fg_simcluster *c, const char *component)
+{
+    char path[256], mark[96];
+    snprintf(path, sizeof path, "%s/supervisor.log", c->dir);
+    snprintf(mark, sizeof mark, "started %s (pid ", component);
+    struct fg_buf b;
+    fg_buf_init(&b, 0);
+    pid_t pid = 0;
+    if (fg_buf_read_file(&b, path, NULL) == FG_OK)
+        for (const char *s = fg_buf_str(&b); (s = strstr(s, mark)); s++)
+            pid = (pid_t)atoi(s + strlen(mark));
+    fg_buf_cleanup(&b);
+    return pid;
+}
+
+size_t fg_simcluster_sanitizer_reports(struct fg_simcluster *c)
+{
+    char pattern[256];
+    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", c->work);
+    glob_t g;
+    size_t reports = 0;
+    if (glob(pattern, 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        struct fg_buf b;
+        fg_buf_init(&b, 0);
+        if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
+            (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
+             strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
+            fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
+            reports++;
+        }
+        fg_buf_cleanup(&b);
+    }
+    globfree(&g);
+    return reports;
 }

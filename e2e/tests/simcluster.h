@@ -12,6 +12,7 @@
 #define FG_E2E_SIMCLUSTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "base/err.h"
@@ -34,6 +35,13 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
                                 char *errmsg) FG_MUST_USE;
 /* Stops it and removes its directory (kept when keep is true or $FG_KEEP_SIM is set). */
 void fg_simcluster_stop(struct fg_simcluster *c, bool keep);
+
+/* The pid of the running process of one component ("kubelets", ...), from the supervisor's log
+ * (after a restart, the newest); 0 when it never started. */
+pid_t fg_simcluster_component_pid(struct fg_simcluster *c, const char *component);
+
+/* How many logs of real pod processes hold a sanitizer report (each named on stderr). */
+size_t fg_simcluster_sanitizer_reports(struct fg_simcluster *c);
 
 /* The cluster's log of one component ("controllers", "kubelets", ...) into out (replacing it). */
 enum fg_err fg_simcluster_log(struct fg_simcluster *c, const char *component, struct fg_buf *out) FG_MUST_USE;

@@ -2,7 +2,6 @@
 #include "e2e/cluster/test/node_fixture.h"
 
 #include <errno.h>
-#include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -305,25 +304,7 @@ char *nodetest_agent_log(const char *node, json_object *agent_pod)
 
 size_t nodetest_sanitizer_reports(void)
 {
-    char pattern[256];
-    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", nt.work);
-    glob_t g;
-    size_t reports = 0;
-    if (glob(pattern, 0, NULL, &g) != 0)
-        return 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        struct fg_buf b;
-        fg_buf_init(&b, 0);
-        if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
-            (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
-             strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
-            fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
-            reports++;
-        }
-        fg_buf_cleanup(&b);
-    }
-    globfree(&g);
-    return reports;
+    return fg_simcluster_sanitizer_reports(&nt.sim);
 }
 
 size_t nodetest_count(const char *s, const char *text)
@@ -351,16 +332,7 @@ long nodetest_kubelet_slots(const char *node, size_t *reports)
 
 pid_t nodetest_kubelets_pid(void)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/supervisor.log", nt.sim.dir);
-    struct fg_buf b;
-    fg_buf_init(&b, 0);
-    pid_t pid = 0;
-    if (fg_buf_read_file(&b, path, NULL) == FG_OK)
-        for (const char *s = fg_buf_str(&b); (s = strstr(s, "started kubelets (pid ")); s++)
-            pid = (pid_t)atoi(s + strlen("started kubelets (pid "));
-    fg_buf_cleanup(&b);
-    return pid;
+    return fg_simcluster_component_pid(&nt.sim, "kubelets");
 }
 
 /* ---- waits ---- */

@@ -443,19 +443,9 @@ static bool path_gone(void *ud)
     return access(ud, F_OK) != 0;
 }
 
-/* The pid of the running kubelets component, from the supervisor's log. */
 static pid_t kubelets_pid(void)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/supervisor.log", e.sim.dir);
-    struct fg_buf b;
-    fg_buf_init(&b, 0);
-    pid_t pid = 0;
-    if (fg_buf_read_file(&b, path, NULL) == FG_OK)
-        for (const char *s = fg_buf_str(&b); (s = strstr(s, "started kubelets (pid ")); s++)
-            pid = (pid_t)atoi(s + strlen("started kubelets (pid "));
-    fg_buf_cleanup(&b);
-    return pid;
+    return fg_simcluster_component_pid(&e.sim, "kubelets");
 }
 
 static bool kubelets_restarted(void *ud)

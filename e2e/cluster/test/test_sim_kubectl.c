@@ -28,7 +28,6 @@
  *     replacement runs, and the pods end up on the other node.
  * At the end no pod process logged a sanitizer report.
  */
-#include <glob.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,24 +161,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char pattern[256];
-    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", e.sim.work);
-    glob_t g;
-    int reports = 0;
-    if (glob(pattern, 0, NULL, &g) == 0) {
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            struct fg_buf b;
-            fg_buf_init(&b, 0);
-            if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
-                (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
-                 strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
-                fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
-                reports++;
-            }
-            fg_buf_cleanup(&b);
-        }
-        globfree(&g);
-    }
+    size_t reports = fg_simcluster_sanitizer_reports(&e.sim);
     fg_simcluster_stop(&e.sim, reports > 0);
     return reports ? -1 : 0;
 }
