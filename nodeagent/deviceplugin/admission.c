@@ -245,6 +245,7 @@ static void impostor(struct fg_dp_ledger *l, struct fg_dp_audit *out, size_t ind
     if (out->nimpostors == FG_DP_AUDIT_MAX)
         return;
     snprintf(out->why[out->nimpostors], sizeof(out->why[0]), fmt, a, b);
+    out->impostor_pods[out->nimpostors] = pod;
     out->impostors[out->nimpostors++] = index;
 }
 

@@ -119,6 +119,7 @@ struct fg_dp_holding {
 
 struct fg_dp_audit {
     size_t impostors[FG_DP_AUDIT_MAX]; /* indexes into the holdings */
+    json_object *impostor_pods[FG_DP_AUDIT_MAX]; /* their pods, borrowed from the view (NULL: not cached) */
     char why[FG_DP_AUDIT_MAX][600];
     size_t nimpostors;
     size_t adopted; /* pods taken into the ledger (holders it did not know, with grants) */

@@ -356,11 +356,7 @@ static void listed(void *ud, enum fg_grpc_status status, const char *message, co
                a.adopted == 1 ? "" : "s");
     for (size_t i = 0; i < a.nimpostors; i++) {
         const struct fg_dp_holding *x = &h[a.impostors[i]];
-        json_object *pod = NULL;
-        for (size_t j = 0; j < v.npods && !pod; j++)
-            if (fg_str_eq(fg_json_get_str(v.pods[j], "metadata", "namespace", NULL), x->ns) &&
-                fg_str_eq(fg_json_get_str(v.pods[j], "metadata", "name", NULL), x->name))
-                pod = v.pods[j];
+        json_object *pod = a.impostor_pods[i];
         fg_log(FG_LOG_WARN, COMPONENT, "pod %s/%s %s: removing it", x->ns, x->name, a.why[i]);
         if (pod) {
             char why[700];

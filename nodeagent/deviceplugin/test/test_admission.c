@@ -211,6 +211,7 @@ static void audit_finds_impostors(void **state)
     assert_int_equal(a.nimpostors, 1);
     assert_int_equal(a.impostors[0], 0);
     assert_non_null(strstr(a.why[0], "allocated to ml/granted"));
+    assert_ptr_equal(a.impostor_pods[0], w->pods[0]); /* the forged pod, for the Event and the removal */
     assert_int_equal(a.robbed, 1);
     assert_null(fg_dp_ledger_get(&w->ledger, "uid-g"));
     /* so the granted pod's own Allocate is served */
