@@ -2,7 +2,8 @@
  * cmd_operator — `fracgpu operator`, the control plane: the command line, then the list of what runs
  * on its manager. Replicas elect a leader on the Lease fracgpu-operator; every replica keeps its
  * caches warm, answers /healthz, /readyz and /metrics and serves the admission webhook, and the leader
- * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates, the grant key).
+ * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates, the grant key) and
+ * schedules (fracgpu-scheduler: placements, capacity pods).
  */
 #include "operator/cmd_operator.h"
 
@@ -20,6 +21,8 @@
 #include "reconcilers/grant_key_reconciler.h"
 #include "reconcilers/policy.h"
 #include "reconcilers/workload_reconciler.h"
+#include "scheduler/adapter/adapter.h"
+#include "scheduler/policies/policy.h"
 
 #define DEFAULT_LISTEN ":8080"
 
@@ -37,6 +40,11 @@ enum {
     OPT_WORKLOAD_KIND,
     OPT_GRANT_KEY_ROTATION,
     OPT_GRANT_KEY_GRACE,
+    OPT_NO_SCHEDULER,
+    OPT_PLACEMENT_POLICY,
+    OPT_CAPACITY_IMAGE,
+    OPT_CAPACITY_IDLE_GRACE,
+    OPT_POD_GROUP_TIMEOUT,
 };
 
 #define MAX_KINDS 32
@@ -64,7 +72,12 @@ static void usage(FILE *out)
                  "  --grant-key-rotation D  how long a grant key signs before the leader replaces it in Secret\n"
                  "                          $POD_NAMESPACE/fracgpu-grant-key (default 720h)\n"
                  "  --grant-key-grace D     how long the replaced key still verifies; shorter than the rotation,\n"
-                 "                          longer than a bound pod may wait for its kubelet's admission (default 1h)\n");
+                 "                          longer than a bound pod may wait for its kubelet's admission (default 1h)\n"
+                 "  --no-scheduler          do not run fracgpu-scheduler (placements and capacity pods)\n"
+                 "  --placement-policy NAME the scheduler's placement policy (default fracgpu; see fracgpu replay)\n"
+                 "  --capacity-image IMAGE  the image capacity pods run (default: this operator's own image)\n"
+                 "  --capacity-idle-grace D how long a capacity pod without tenants is kept (default 5m)\n"
+                 "  --pod-group-timeout D   how long a pod group's placed members wait for the rest (default 60s)\n");
 }
 
 struct args {
@@ -76,6 +89,8 @@ struct args {
     size_t n_kinds;
     struct fg_workload_kinds table;
     struct fg_grant_key_opts grant_key;
+    bool scheduler;
+    struct fg_sa_opts sched;
 };
 
 static enum fg_err duration(const char *flag, const char *arg, int64_t *ms, char *errmsg)
@@ -127,6 +142,28 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
         return duration("--grant-key-rotation", arg, &a->grant_key.policy.rotation_ms, errmsg);
     case OPT_GRANT_KEY_GRACE:
         return duration("--grant-key-grace", arg, &a->grant_key.policy.grace_ms, errmsg);
+    case OPT_NO_SCHEDULER:
+        a->scheduler = false;
+        return FG_OK;
+    case OPT_PLACEMENT_POLICY:
+        for (size_t i = 0; fg_sched_policy_names[i]; i++)
+            if (!strcmp(fg_sched_policy_names[i], arg)) {
+                a->sched.policy = arg;
+                return FG_OK;
+            }
+        return fg_errmsg(errmsg, FG_E_INVAL, "--placement-policy: no placement policy \"%s\"", arg);
+    case OPT_CAPACITY_IMAGE:
+        a->sched.image = arg;
+        return FG_OK;
+    case OPT_CAPACITY_IDLE_GRACE:
+    case OPT_POD_GROUP_TIMEOUT: {
+        int64_t ms;
+        enum fg_err err = duration(c == OPT_POD_GROUP_TIMEOUT ? "--pod-group-timeout" : "--capacity-idle-grace", arg, &ms,
+                                   errmsg);
+        if (!err)
+            *(c == OPT_POD_GROUP_TIMEOUT ? &a->sched.group_timeout_ms : &a->sched.idle_grace_ms) = (uint64_t)ms;
+        return err;
+    }
     case OPT_WORKLOAD_KIND: {
         struct fg_workload_kind k;
         if (a->n_kinds == MAX_KINDS)
@@ -162,6 +199,8 @@ static int run(struct args *a, const struct fg_manager_opts *opts)
         err = fg_grant_key_reconciler_setup(m, &a->grant_key, errmsg);
     if (!err && a->webhook)
         err = fg_webhook_setup(m, &a->hook, errmsg);
+    if (!err && a->scheduler)
+        err = fg_sa_setup(m, &a->sched, errmsg);
     if (!err && a->probe)
         err = fg_leader_probe_setup(m, a->probe, errmsg);
     if (err) {
@@ -190,13 +229,20 @@ int fg_cmd_operator(int argc, char **argv)
         { "workload-kind", required_argument, NULL, OPT_WORKLOAD_KIND },
         { "grant-key-rotation", required_argument, NULL, OPT_GRANT_KEY_ROTATION },
         { "grant-key-grace", required_argument, NULL, OPT_GRANT_KEY_GRACE },
+        { "no-scheduler", no_argument, NULL, OPT_NO_SCHEDULER },
+        { "placement-policy", required_argument, NULL, OPT_PLACEMENT_POLICY },
+        { "capacity-image", required_argument, NULL, OPT_CAPACITY_IMAGE },
+        { "capacity-idle-grace", required_argument, NULL, OPT_CAPACITY_IDLE_GRACE },
+        { "pod-group-timeout", required_argument, NULL, OPT_POD_GROUP_TIMEOUT },
         { NULL, 0, NULL, 0 },
     };
     const char *pod_ns = getenv("POD_NAMESPACE");
     struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT,
-                      .grant_key = { .secret = FG_SECRET_GRANT_KEY, .policy = FG_GRANT_KEY_POLICY_DEFAULT } };
+                      .grant_key = { .secret = FG_SECRET_GRANT_KEY, .policy = FG_GRANT_KEY_POLICY_DEFAULT },
+                      .scheduler = true, .sched = FG_SA_OPTS_DEFAULT };
     a.hook.ns = pod_ns && *pod_ns ? pod_ns : "fracgpu-system";
     a.grant_key.ns = a.hook.ns;
+    a.sched.ns = a.hook.ns;
     size_t builtins = fg_workload_builtin_kinds.n;
     memcpy(a.kinds, fg_workload_builtin_kinds.v, builtins * sizeof(*a.kinds));
     a.n_kinds = builtins;

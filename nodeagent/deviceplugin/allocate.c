@@ -113,7 +113,7 @@ static void answer(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
 static void refuse(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
 {
     struct fg__dp_pending *h = &p->pending[i];
-    const char *keyless = fg_dp_keys_problem(p->keys);
+    const char *keyless = fg_grant_watch_problem(p->keys);
     struct fg_buf msg;
     fg_buf_init(&msg, 0);
     enum fg_err err = fg_buf_printf(&msg, "fracgpu: no pod waiting on node %s carries a valid " FG_ANN_GRANT, p->o.node);
@@ -380,7 +380,7 @@ void fg__dp_audit(struct fg__dp *p)
         return;
     }
     /* an audit judges by the pods, the keys and the GPUs: not before all three are known */
-    if (!p->running || !fg_informer_has_synced(p->pods) || !fg_dp_keys_synced(p->keys) || !p->gpus_known) {
+    if (!p->running || !fg_informer_has_synced(p->pods) || !fg_grant_watch_synced(p->keys) || !p->gpus_known) {
         fg__dp_decide_pending(p);
         return;
     }

@@ -319,7 +319,7 @@ void fg__dp_view_waiting(struct fg__dp *p, struct fg_dp_node_view *v)
             !fg_dp_ledger_get(&p->ledger, fg_kobj_uid(l.items[i])) && fg_kobj_parse(l.items[i], &pods[n], NULL) == FG_OK)
             n++;
     fg_kobj_list_cleanup(&l);
-    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus, fg__dp_seq, p };
+    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_grant_watch_get(p->keys), p->gpus, p->ngpus, fg__dp_seq, p };
 }
 
 void fg__dp_view_holders(struct fg__dp *p, const struct fg_dp_holding *h, size_t nh, struct fg_dp_node_view *v)
@@ -332,7 +332,7 @@ void fg__dp_view_holders(struct fg__dp *p, const struct fg_dp_holding *h, size_t
         if ((pods[n] = fg_store_get_json(fg_informer_store(p->pods), key)))
             n++;
     }
-    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_dp_keys_get(p->keys), p->gpus, p->ngpus, fg__dp_seq, p };
+    *v = (struct fg_dp_node_view){ p->o.node, pods, n, fg_grant_watch_get(p->keys), p->gpus, p->ngpus, fg__dp_seq, p };
 }
 
 void fg__dp_view_cleanup(struct fg_dp_node_view *v)
@@ -557,7 +557,7 @@ enum fg_err fg_dp_setup(struct fg_manager *m, const struct fg_dp_opts *opts, str
                                   &p->pods, errmsg);
     free(selector);
     if (err || (err = fg_informer_add_handler(p->pods, &pod_handler, p)) ||
-        (err = fg_dp_keys_setup(m, p->o.key_namespace, &p->keys, errmsg)) ||
+        (err = fg_grant_watch_setup(m, p->o.key_namespace, COMPONENT, &p->keys, errmsg)) ||
         (err = fg_dp_enforcer_setup(m, p->o.node, &p->enforcer, errmsg)))
         return err;
     fg_exporter_on_devices(exporter, on_devices, p);

@@ -15,7 +15,7 @@
 #include "base/metrics.h"
 #include "nodeagent/deviceplugin/admission.h"
 #include "nodeagent/deviceplugin/enforcer.h"
-#include "nodeagent/deviceplugin/keys.h"
+#include "reconcilers/grant_keys.h"
 #include "nodeagent/deviceplugin/plugin.h"
 #include "nodeagent/deviceplugin/slots.h"
 #include "nodeagent/grpc/client.h"
@@ -39,7 +39,7 @@ struct fg__dp {
     struct fg_kube_loop *loop;
     struct event_base *base;
     struct fg_informer *pods;
-    struct fg_dp_keys *keys;
+    struct fg_grant_watch *keys;
     struct fg_dp_enforcer *enforcer;
     enum fg_dp_form form;
 

@@ -1,0 +1,63 @@
+/*
+ * adapter — fracgpu's scheduler on a live cluster: the placement core fed by the shared informers,
+ * its decisions carried out through the API (a leader-only runnable of `fracgpu operator`).
+ *
+ * Queue. Pods with spec.schedulerName fracgpu-scheduler and no node wait, ordered by priority, then
+ * age; pods with scheduling gates are skipped until the gates go. A pod that does not fit backs off
+ * (1 s doubling to 30 s) and is tried again sooner when the cluster changes in a way that may let it
+ * fit (a node, a capacity pod, a pod that leaves).
+ *
+ * Snapshot. Every node, and every pod's CPU and memory on it (the default scheduler places other
+ * pods on the same nodes); a GPU exists for fracgpu once a capacity pod holding it is Running and
+ * its holder has reported the GPU's UUID and memory. See adapter_int.h for how charges follow pods.
+ *
+ * Cycle. The core's framework with the built-in filters and fracgpu's online placement policy; a
+ * placement counts at once (kube-scheduler's assume cache), is confirmed by the watch, and is
+ * forgotten if its write fails. One write per pod: the pods/binding subresource, carrying
+ * fracgpu.io/gpu-uuid, gpu-index, capacity-pod and the grant (reconcilers/grant.h) signed with the
+ * key of Secret fracgpu-grant-key. When the node's CPU or memory is held by a capacity pod's
+ * reservation for its tenants, that capacity pod is first shrunk through pods/resize by what the
+ * tenant needs; the tenant is bound only after the resize is accepted. A pod the kubelet then
+ * rejects (OutOfcpu, UnexpectedAdmissionError) ends Failed and charges nothing; its controller makes
+ * the next one.
+ *
+ * Capacity (capacity.c). When nothing fits, the pending pods with the same node-level signature are
+ * packed by the same core into the fewest new GPUs, counting the capacity pods already on their way,
+ * and a capacity pod is created for each GPU still missing: named after the first pod it is made for
+ * (a retried create finds it there), with that pod's node selector, node affinity and tolerations,
+ * PriorityClass fracgpu-capacity, `nvidia.com/gpu: 1`, and the CPU and memory of its tenants
+ * reserved. The pods wait with PodScheduled=False, reason WaitingForCapacity (never Unschedulable,
+ * which autoscalers would provision for a second time). A capacity pod with no tenants is deleted
+ * after the idle grace period, and never while it has one; a tenant whose capacity pod is gone,
+ * failed or being deleted is evicted at once.
+ *
+ * Restart. Nothing lives only in memory: placements are the pods' annotations, GPUs are the capacity
+ * pods, and reservations are the capacity pods' requests.
+ */
+#ifndef FG_SCHEDULER_ADAPTER_ADAPTER_H
+#define FG_SCHEDULER_ADAPTER_ADAPTER_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "operator/manager/manager.h"
+
+struct fg_sa_opts {
+    const char *ns;                 /* fracgpu's namespace: capacity pods, the grant key */
+    const char *policy;             /* placement policy (policies/policy.h), default "fracgpu" */
+    const char *image;              /* the capacity holder's image; NULL: this operator's own pod's image */
+    const char *owner;              /* the Deployment that owns capacity pods (default fracgpu-operator) */
+    const char *priority_class;     /* default fracgpu-capacity */
+    uint64_t idle_grace_ms;         /* how long a capacity pod stays without tenants (default 5 min) */
+    uint64_t group_timeout_ms;      /* how long a pod group's reserved members wait for the rest (default 60 s) */
+};
+
+#define FG_SA_OPTS_DEFAULT                                                                                   \
+    { .ns = "fracgpu-system", .policy = "fracgpu", .owner = "fracgpu-operator",                             \
+      .priority_class = "fracgpu-capacity", .idle_grace_ms = 5 * 60 * 1000, .group_timeout_ms = 60 * 1000 }
+
+/* Registers the scheduler with m: its informers (pods, nodes, the grant key's Secret), its handlers
+ * and a leader-only runnable. */
+enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, char *errmsg) FG_MUST_USE;
+
+#endif

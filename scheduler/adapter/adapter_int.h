@@ -1,0 +1,169 @@
+/*
+ * adapter_int — the scheduler adapter's state, shared by its files (adapter.h has the essay).
+ *
+ * Everything here lives on the kube loop thread: informer handlers, the scheduling pass, the
+ * capacity pass and every write's callback run there, so nothing is locked.
+ *
+ *   pods     every pod of the cluster by "ns/name" (struct sa_pod): what it charges, and for
+ *            fracgpu's pods whether it waits, is being bound or is placed
+ *   nodes    every node by name (struct sa_node): its slot in the core's snapshot and its GPU bins,
+ *            one per capacity pod held there
+ *
+ * Charges. A pod with a node charges the snapshot through the framework (add_bound / unreserve), so
+ * the placement policy follows the pods: other pods their CPU and memory, tenants also their share of
+ * the bin their capacity pod holds. A GPU slot of a node without a live capacity pod carries a
+ * "phantom" charge — all its compute, owned by a name no workload has — so nothing lands where no
+ * GPU is held. A node is rebuilt (removed from the snapshot, added again, every pod on it charged
+ * again) when the node object or its bins change; pods change their own charges only.
+ */
+#ifndef FG_SCHEDULER_ADAPTER_INT_H
+#define FG_SCHEDULER_ADAPTER_INT_H
+
+#include <json-c/json.h>
+#include <json-c/linkhash.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/metrics.h"
+#include "operator/cache/informer.h"
+#include "operator/kube/loop.h"
+#include "reconcilers/grant_keys.h"
+#include "scheduler/adapter/adapter.h"
+#include "scheduler/adapter/podinfo.h"
+#include "scheduler/core/framework.h"
+
+#define SA_COMPONENT "scheduler"
+#define SA_PHANTOM_OWNER "fracgpu.io/no-capacity-pod"
+
+struct sa_node;
+
+/* One pod of the cluster. */
+struct sa_pod {
+    char *key;                  /* "ns/name" */
+    char *ns, *name, *uid;
+    struct fg_sa_podinfo info;  /* strings borrow from json */
+    json_object *json;          /* the pod as last seen */
+    /* charge */
+    struct sa_node *on;         /* the node it is on (assumed or bound), NULL: none */
+    struct fg_sched_pod charge; /* what is charged (strings borrowed from json or the want) */
+    struct fg_sched_placement pl;   /* SUCCESS or WAIT while charged in the snapshot */
+    int charged_slot;           /* the bin's slot for a tenant charged on a GPU, -1 otherwise */
+    size_t node_pos;            /* index in on->pods */
+    /* fracgpu's pods */
+    struct fg_sa_want want;     /* built while it waits */
+    bool want_ok;
+    char want_error[FG_ERRMSG_MAX];
+    bool waiting;               /* in the pending set */
+    bool binding;               /* a bind (or the resizes before it) in flight */
+    bool assumed;               /* placed by this scheduler, not yet confirmed by the watch */
+    bool group_wait;            /* reserved, waiting for its pod group in Permit */
+    struct fg_sched_placement assumed_pl;
+    char assumed_node[256];
+    char assumed_cap[256];
+    int assumed_slot;
+    uint64_t next_try_ns;       /* backoff */
+    uint64_t backoff_ns;
+    uint64_t failed_epoch;      /* the cluster epoch of its last failure (0: never failed) */
+    uint64_t group_since_ns;    /* when it started waiting in Permit */
+    const char *last_reason;    /* static: the PodScheduled=False reason written last */
+    /* capacity pods */
+    uint64_t idle_since_ns;     /* 0: not idle */
+    int64_t shrinking_cpu, shrinking_mem;   /* resizes in flight */
+    bool deleting_sent;
+};
+
+struct sa_bin {
+    struct sa_pod *cap;         /* the live capacity pod holding this slot's GPU, NULL: none */
+    struct fg_sched_placement phantom;   /* SUCCESS while the phantom charge is on */
+};
+
+struct sa_node {
+    char *name;
+    int id;                     /* slot in the snapshot, -1 while the node object is unknown */
+    json_object *json;          /* the node as last seen (NULL while unknown) */
+    int n_gpus;
+    int64_t gpu_mem_mib;        /* the smallest tenant memory its capacity pods report, 0 before any */
+    struct sa_bin bins[FG_SCHED_MAX_GPUS];
+    struct sa_pod **pods;       /* pods charged here */
+    size_t n_pods, cap_pods;
+    bool dirty;                 /* to rebuild before the next pass */
+};
+
+struct fg__sched_adapter {
+    struct fg_sa_opts o;
+    struct fg_kube_loop *loop;
+    struct event_base *base;
+    struct fg_informer *pods_inf, *nodes_inf;
+    struct fg_grant_watch *keys;
+    bool running;
+    lh_table *pods;             /* key → struct sa_pod * (owned) */
+    lh_table *nodes;            /* name → struct sa_node * (owned) */
+    lh_table *creating;         /* capacity pods created, not yet seen: name → signature (both owned) */
+    struct fg_sched_cluster cluster;
+    struct fg_sched_framework fw;
+    struct fg_sched_policy *policy;
+    struct fg_sched_profile profile;
+    struct fg_sched_post_filter_plugin post_filter;
+    struct fg_sched_bind_plugin bind;
+    struct sa_pod *cycle_pod;   /* the pod of the cycle running */
+    uint64_t epoch;             /* bumped by every change that may let a waiting pod fit */
+    int64_t gpu_mem_max;        /* the largest bin memory seen: what "whole" memory asks */
+    struct event *pass_ev, *tick_ev;
+    bool pass_armed;
+    size_t binds_in_flight;
+    struct sa_pod **unschedulable;   /* GPU pods the last pass could not place */
+    size_t n_unschedulable, cap_unschedulable;
+    char image[256];            /* the capacity pods' image */
+    char owner_uid[64];         /* the Deployment that owns capacity pods ("" when unknown) */
+    char owner_name[128];
+    bool owner_checked;         /* the owner was looked up (found or not): capacity pods may be made */
+    /* metrics */
+    struct fg_counter *scheduled, *unschedulable_ctr, *bind_errors, *capacity_created, *capacity_deleted,
+        *tenants_evicted, *resizes;
+    struct fg_histogram *cycle_seconds;
+};
+
+/* ---- nodes.c: the snapshot's nodes and bins ---- */
+struct sa_node *sa_node_get(struct fg__sched_adapter *a, const char *name, bool create);
+void sa_node_seen(struct fg__sched_adapter *a, json_object *node);
+void sa_node_gone(struct fg__sched_adapter *a, const char *name);
+/* Rebuilds every dirty node. */
+void sa_nodes_flush(struct fg__sched_adapter *a);
+/* The bin slot holding capacity pod cap on node n, -1 when none. */
+int sa_node_slot_of(const struct sa_node *n, const char *cap_name);
+/* Tenants charged (or assumed) on slot s of n. */
+int sa_node_slot_tenants(struct fg__sched_adapter *a, const struct sa_node *n, int s);
+void sa_nodes_free(struct fg__sched_adapter *a);
+
+/* ---- charges.c ---- */
+/* Makes p's charge match what it is now (its info, or its assumed placement). */
+void sa_charge_sync(struct fg__sched_adapter *a, struct sa_pod *p);
+void sa_uncharge(struct fg__sched_adapter *a, struct sa_pod *p);
+/* Charges p on node n (rebuilt), which must be its node. */
+void sa_charge_on(struct fg__sched_adapter *a, struct sa_pod *p, struct sa_node *n);
+
+/* ---- pods.c: the pod table and the informer's events ---- */
+struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key);
+void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod);
+void sa_pod_gone(struct fg__sched_adapter *a, const char *key);
+void sa_pods_free(struct fg__sched_adapter *a);
+/* Drops the assumption of a placement (a failed bind): uncharge, back to waiting with backoff. */
+void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *why);
+void sa_pod_backoff(struct fg__sched_adapter *a, struct sa_pod *p);
+
+/* ---- cycle.c: the scheduling pass ---- */
+void sa_pass_soon(struct fg__sched_adapter *a);
+void sa_pass(struct fg__sched_adapter *a);
+enum fg_err sa_cycle_init(struct fg__sched_adapter *a, char *errmsg);
+void sa_cycle_cleanup(struct fg__sched_adapter *a);
+
+/* ---- bind.c: the writes of a placement ---- */
+enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, const struct fg_sched_placement *pl);
+/* PodScheduled=False with reason and message, written once per change of reason. */
+void sa_set_unscheduled(struct fg__sched_adapter *a, struct sa_pod *p, const char *reason, const char *message);
+
+/* ---- capacity.c: capacity pods asked for, given back, lost ---- */
+void sa_capacity_plan(struct fg__sched_adapter *a);
+void sa_capacity_tick(struct fg__sched_adapter *a);
+
+#endif

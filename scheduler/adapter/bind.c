@@ -1,0 +1,303 @@
+/*
+ * bind — carrying out a placement: at most a few resizes, then the one Binding.
+ *
+ * The cycle has charged the pod to its node and GPU. When the node's CPU or memory is held by
+ * capacity pods' reservations for tenants (their requests beyond the holder's own), those are
+ * shrunk first — the GPU's own capacity pod before others — through pods/resize, by exactly what
+ * the pod needs beyond the node's unreserved room; the Binding is sent once every resize was
+ * accepted. The Binding (pods/binding, the pod's UID as precondition) carries the GPU's UUID, its
+ * index on the node, the capacity pod and the grant signed with the current key. Any failure
+ * forgets the placement and the pod backs off; a pod already bound (409) is the watch's to confirm.
+ *
+ * Writes are asynchronous on the loop; their callbacks find the pod again by key and UID, since it
+ * may have gone meanwhile.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timefmt.h"
+#include "base/clock.h"
+#include "operator/kube/resource.h"
+#include "reconcilers/grant.h"
+#include "reconcilers/podcontract.h"
+#include "scheduler/adapter/adapter_int.h"
+
+#define MAX_SHRINKS 8
+
+struct shrink {
+    char *cap_key;
+    int64_t cpu, mem;
+};
+
+struct bind_op {
+    struct fg__sched_adapter *a;
+    char *key, *uid, *ns, *name;
+    char *body;                 /* the Binding */
+    int pending;                /* resizes not answered yet */
+    bool failed;
+    char why[FG_ERRMSG_MAX];
+    struct shrink shrinks[MAX_SHRINKS];
+    int n_shrinks;
+};
+
+static void op_free(struct bind_op *op)
+{
+    for (int i = 0; i < op->n_shrinks; i++)
+        free(op->shrinks[i].cap_key);
+    free(op->key);
+    free(op->uid);
+    free(op->ns);
+    free(op->name);
+    free(op->body);
+    free(op);
+}
+
+/* The pod of op, or NULL when it went (or was made again) meanwhile. */
+static struct sa_pod *op_pod(struct bind_op *op)
+{
+    struct sa_pod *p = op->a->running ? sa_pod_get(op->a, op->key) : NULL;
+    return p && !strcmp(p->uid, op->uid) ? p : NULL;
+}
+
+static void status_text(char *out, size_t size, enum fg_err err, const struct fg_kube_status *st)
+{
+    snprintf(out, size, "%s%s%s", fg_err_str(err), st && st->message ? ": " : "", st && st->message ? st->message : "");
+}
+
+static void bound(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
+{
+    (void)body;
+    struct bind_op *op = ud;
+    struct fg__sched_adapter *a = op->a;
+    if (a->running)
+        a->binds_in_flight--;
+    struct sa_pod *p = op_pod(op);
+    if (p) {
+        p->binding = false;
+        if (err && !(st && st->http_code == 409 && p->info.node)) {
+            char why[FG_ERRMSG_MAX];
+            status_text(why, sizeof(why), err, st);
+            fg_counter_add(a->bind_errors, 1);
+            sa_pod_forget(a, p, why);
+        }
+    }
+    op_free(op);
+}
+
+static void send_binding(struct bind_op *op)
+{
+    struct fg__sched_adapter *a = op->a;
+    char *path = fg_kube_path(&fg_kube_pods, op->ns, op->name, "binding", NULL);
+    a->binds_in_flight++;
+    fg_kube_loop_request(a->loop, "POST", path, "application/json", op->body, strlen(op->body), bound, op);
+    free(path);
+}
+
+static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st);
+
+struct resize_call {
+    struct bind_op *op;
+    int i;
+};
+
+static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
+{
+    struct resize_call *rc = ud;
+    struct bind_op *op = rc->op;
+    struct fg__sched_adapter *a = op->a;
+    struct shrink *s = &op->shrinks[rc->i];
+    free(rc);
+    struct sa_pod *cap = a->running ? sa_pod_get(a, s->cap_key) : NULL;
+    if (cap) {
+        cap->shrinking_cpu -= s->cpu;
+        cap->shrinking_mem -= s->mem;
+    }
+    if (err) {
+        op->failed = true;
+        status_text(op->why, sizeof(op->why), err, st);
+    } else if (cap && body && a->running) {
+        json_object *pod = NULL;
+        char why[FG_ERRMSG_MAX];
+        if (fg_json_parse(body->data, body->len, 0, &pod, why) == FG_OK) {
+            sa_pod_seen(a, pod);   /* the shrunk requests, before the watch brings them */
+            json_object_put(pod);
+        }
+        fg_counter_add(a->resizes, 1);
+    }
+    if (--op->pending > 0)
+        return;
+    struct sa_pod *p = op_pod(op);
+    if (!p) {
+        op_free(op);
+        return;
+    }
+    if (op->failed) {
+        char why[FG_ERRMSG_MAX + 64];
+        snprintf(why, sizeof(why), "the capacity pod's reservation could not be shrunk: %s", op->why);
+        p->binding = false;
+        sa_pod_forget(a, p, why);
+        op_free(op);
+        return;
+    }
+    send_binding(op);
+}
+
+static const char *container_name(json_object *pod)
+{
+    const char *name = fg_json_get_str(json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0),
+                                       "name", NULL);
+    return name ? name : "holder";
+}
+
+/* Plans the resizes that free what the pod needs on node n beyond the unreserved room. */
+static void plan_shrinks(struct fg__sched_adapter *a, struct sa_node *n, int slot, struct bind_op *op)
+{
+    const struct fg_sched_node *sn = &a->cluster.nodes[n->id];
+    int64_t res_cpu = 0, res_mem = 0;
+    for (size_t i = 0; i < n->n_pods; i++) {
+        struct sa_pod *q = n->pods[i];
+        if (q->info.role == FG_SA_CAPACITY) {
+            res_cpu += q->info.reserved_cpu - q->shrinking_cpu;
+            res_mem += q->info.reserved_mem_mib - q->shrinking_mem;
+        }
+    }
+    int64_t need_cpu = res_cpu - sn->free_cpu, need_mem = res_mem - sn->free_mem;
+    struct sa_pod *first = slot >= 0 ? n->bins[slot].cap : NULL;
+    for (size_t i = 0; (need_cpu > 0 || need_mem > 0) && i <= n->n_pods && op->n_shrinks < MAX_SHRINKS; i++) {
+        struct sa_pod *q = i == 0 ? first : n->pods[i - 1];
+        if (!q || q->info.role != FG_SA_CAPACITY || (i > 0 && q == first))
+            continue;
+        int64_t avail_cpu = q->info.reserved_cpu - q->shrinking_cpu, avail_mem = q->info.reserved_mem_mib - q->shrinking_mem;
+        int64_t take_cpu = need_cpu > 0 ? (need_cpu < avail_cpu ? need_cpu : avail_cpu) : 0;
+        int64_t take_mem = need_mem > 0 ? (need_mem < avail_mem ? need_mem : avail_mem) : 0;
+        if (take_cpu <= 0 && take_mem <= 0)
+            continue;
+        q->shrinking_cpu += take_cpu;
+        q->shrinking_mem += take_mem;
+        need_cpu -= take_cpu;
+        need_mem -= take_mem;
+        op->shrinks[op->n_shrinks++] = (struct shrink){ fg_strdup(q->key), take_cpu, take_mem };
+    }
+}
+
+static void send_resize(struct bind_op *op, int i)
+{
+    struct fg__sched_adapter *a = op->a;
+    struct sa_pod *cap = sa_pod_get(a, op->shrinks[i].cap_key);
+    int64_t cpu = cap->info.cpu_milli - cap->shrinking_cpu, mem = cap->info.mem_mib - cap->shrinking_mem;
+    char *body = fg_asprintf("{\"spec\":{\"containers\":[{\"name\":\"%s\",\"resources\":{\"requests\":"
+                             "{\"cpu\":\"%lldm\",\"memory\":\"%lldMi\"}}}]}}",
+                             container_name(cap->json), (long long)cpu, (long long)mem);
+    char *path = fg_kube_path(&fg_kube_pods, cap->ns, cap->name, "resize", NULL);
+    struct resize_call *rc = fg_calloc(1, sizeof(*rc));
+    *rc = (struct resize_call){ op, i };
+    fg_kube_loop_request(a->loop, "PATCH", path, "application/strategic-merge-patch+json", body, strlen(body), resized,
+                         rc);
+    free(path);
+    free(body);
+}
+
+static char *binding_body(struct sa_pod *p, const char *node, struct sa_pod *cap, int slot, const char *grant)
+{
+    json_object *b = json_object_new_object(), *meta = json_object_new_object(), *target = json_object_new_object();
+    fg_json_set_str(b, "apiVersion", "v1");
+    fg_json_set_str(b, "kind", "Binding");
+    fg_json_set_str(meta, "name", p->name);
+    fg_json_set_str(meta, "namespace", p->ns);
+    fg_json_set_str(meta, "uid", p->uid);
+    if (cap) {
+        json_object *ann = json_object_new_object();
+        char index[16];
+        snprintf(index, sizeof(index), "%d", slot);
+        fg_json_set_str(ann, FG_ANN_GPU_UUID, cap->info.gpu_uuid);
+        fg_json_set_str(ann, FG_ANN_GPU_INDEX, index);
+        fg_json_set_str(ann, FG_ANN_CAPACITY_POD, cap->name);
+        fg_json_set_str(ann, FG_ANN_GRANT, grant);
+        json_object_object_add(meta, "annotations", ann);
+    }
+    json_object_object_add(b, "metadata", meta);
+    fg_json_set_str(target, "apiVersion", "v1");
+    fg_json_set_str(target, "kind", "Node");
+    fg_json_set_str(target, "name", node);
+    json_object_object_add(b, "target", target);
+    char *text = fg_strdup(json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN));
+    json_object_put(b);
+    return text;
+}
+
+enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, const struct fg_sched_placement *pl)
+{
+    struct sa_node *n = sa_node_get(a, p->assumed_node, false);
+    struct sa_pod *cap = p->assumed_slot >= 0 ? n->bins[p->assumed_slot].cap : NULL;
+    char grant[FG_GRANT_MAX] = "";
+    if (pl->n_gpus) {
+        const struct fg_grant_keys *keys = fg_grant_watch_get(a->keys);
+        if (!cap)
+            return FG_SCHED_ERROR;
+        if (!keys->current_len) {
+            fg_log(FG_LOG_WARN, SA_COMPONENT, "pod %s not bound: no grant key (%s)", p->key,
+                   fg_grant_watch_problem(a->keys));
+            return FG_SCHED_ERROR;
+        }
+        struct fg_grant g = { p->uid, n->name, cap->info.gpu_uuid, p->info.milli, p->info.gpu_mem_mib };
+        if (fg_grant_sign(&g, keys->current, keys->current_len, grant) != FG_OK)
+            return FG_SCHED_ERROR;
+    }
+    struct bind_op *op = fg_calloc(1, sizeof(*op));
+    *op = (struct bind_op){ .a = a, .key = fg_strdup(p->key), .uid = fg_strdup(p->uid), .ns = fg_strdup(p->ns),
+                            .name = fg_strdup(p->name) };
+    op->body = binding_body(p, n->name, cap, p->assumed_slot, grant);
+    plan_shrinks(a, n, p->assumed_slot, op);
+    p->binding = true;
+    op->pending = op->n_shrinks;
+    if (!op->n_shrinks) {
+        send_binding(op);
+        return FG_SCHED_SUCCESS;
+    }
+    for (int i = 0; i < op->n_shrinks; i++)
+        send_resize(op, i);
+    return FG_SCHED_SUCCESS;
+}
+
+static void condition_written(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
+{
+    (void)body;
+    char *key = ud;
+    if (err && !(st && st->http_code == 404)) {
+        char why[FG_ERRMSG_MAX];
+        status_text(why, sizeof(why), err, st);
+        fg_log(FG_LOG_WARN, SA_COMPONENT, "pod %s: cannot write its PodScheduled condition: %s", key, why);
+    }
+    free(key);
+}
+
+void sa_set_unscheduled(struct fg__sched_adapter *a, struct sa_pod *p, const char *reason, const char *message)
+{
+    if (p->last_reason == reason && fg_str_eq(p->info.sched_reason, reason))
+        return;
+    p->last_reason = reason;
+    char now[FG_TIME_MAX];
+    fg_time_format(fg_clock_wall_ms(), now);
+    json_object *cond = json_object_new_object();
+    fg_json_set_str(cond, "type", "PodScheduled");
+    fg_json_set_str(cond, "status", "False");
+    fg_json_set_str(cond, "reason", reason);
+    fg_json_set_str(cond, "message", message);
+    fg_json_set_str(cond, "lastTransitionTime", now);
+    json_object *conds = json_object_new_array(), *status = json_object_new_object(), *patch = json_object_new_object();
+    json_object_array_add(conds, cond);
+    json_object_object_add(status, "conditions", conds);
+    json_object_object_add(patch, "status", status);
+    const char *body = json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN);
+    char *path = fg_kube_path(&fg_kube_pods, p->ns, p->name, "status", NULL);
+    fg_kube_loop_request(a->loop, "PATCH", path, "application/strategic-merge-patch+json", body, strlen(body),
+                         condition_written, fg_strdup(p->key));
+    free(path);
+    json_object_put(patch);
+    fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s: %s: %s", p->key, reason, message);
+}

@@ -1,0 +1,156 @@
+/*
+ * pods — the scheduler's table of every pod, fed by the pod informer's events.
+ *
+ * Each event re-reads the pod (podinfo.h) and brings its charge in step (charges.c). A fracgpu pod
+ * without a node, gates or deletion waits for the pass; once the watch shows it bound, an assumed
+ * placement is confirmed. A capacity pod that becomes live or stops being live, or a tenant that
+ * leaves, may let waiting pods fit: the cluster's epoch moves and a pass is asked for.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/buf.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "scheduler/adapter/adapter_int.h"
+
+#define BACKOFF_FIRST_NS (1ull * FG_NS_PER_S)
+#define BACKOFF_MAX_NS (30ull * FG_NS_PER_S)
+
+struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key)
+{
+    struct sa_pod *p = NULL;
+    return lh_table_lookup_ex(a->pods, key, (void **)&p) ? p : NULL;
+}
+
+static void pod_free(struct fg__sched_adapter *a, struct sa_pod *p)
+{
+    sa_uncharge(a, p);
+    fg_sa_want_cleanup(&p->want);
+    json_object_put(p->json);
+    free(p->key);
+    free(p->ns);
+    free(p->name);
+    free(p->uid);
+    free(p);
+}
+
+void sa_pod_backoff(struct fg__sched_adapter *a, struct sa_pod *p)
+{
+    p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : BACKOFF_FIRST_NS;
+    if (p->backoff_ns > BACKOFF_MAX_NS)
+        p->backoff_ns = BACKOFF_MAX_NS;
+    p->next_try_ns = fg_clock_mono_ns() + p->backoff_ns;
+    p->failed_epoch = a->epoch;
+}
+
+void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *why)
+{
+    if (!p->assumed)
+        return;
+    fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s: placement on %s forgotten: %s", p->key, p->assumed_node, why);
+    p->assumed = p->group_wait = p->binding = false;
+    sa_charge_sync(a, p);
+    p->waiting = !p->info.node && !p->info.terminal && !p->info.deleting;
+    sa_pod_backoff(a, p);
+    a->epoch++;
+    sa_pass_soon(a);
+}
+
+static bool may_free_room(const struct fg_sa_podinfo *was, const struct fg_sa_podinfo *now, bool gone)
+{
+    if (gone)
+        return was->node != NULL;
+    return was->node && (now->terminal != was->terminal || !fg_str_eq(was->node, now->node));
+}
+
+void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod)
+{
+    const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL), *name = fg_json_get_str(pod, "metadata", "name", NULL);
+    const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
+    if (!ns || !name)
+        return;
+    char *key = fg_asprintf("%s/%s", ns, name);
+    struct sa_pod *p = sa_pod_get(a, key);
+    if (p && !fg_str_eq(p->uid, uid ? uid : "")) {   /* deleted and made again under the same name */
+        sa_pod_gone(a, key);
+        p = NULL;
+    }
+    bool fresh = !p;
+    if (fresh) {
+        p = fg_calloc(1, sizeof(*p));
+        p->key = key;
+        p->ns = fg_strdup(ns);
+        p->name = fg_strdup(name);
+        p->uid = fg_strdup(uid ? uid : "");
+        p->charged_slot = p->assumed_slot = -1;
+        lh_table_insert(a->pods, p->key, p);
+    } else {
+        free(key);
+    }
+    struct fg_sa_podinfo was = p->info;
+    bool was_live = p->info.cap_live;
+    const char *was_node = p->info.node, *was_uuid = p->info.gpu_uuid;
+    json_object *old = p->json;   /* was's strings live in it until the end */
+    p->json = json_object_get(pod);
+    fg_sa_podinfo_read(pod, a->o.ns, &p->info);
+
+    if (p->assumed && !p->group_wait && p->info.node) {
+        p->assumed = false;   /* confirmed by the watch */
+        p->backoff_ns = 0;
+    }
+    bool wants = p->info.role == FG_SA_FRACGPU && !p->info.node && !p->info.terminal && !p->info.deleting &&
+                 !p->info.gated && !p->assumed;
+    if (!p->assumed) {
+        fg_sa_want_cleanup(&p->want);   /* rebuilt from this revision when it is next tried */
+        p->want_ok = false;
+        p->want_error[0] = '\0';
+    }
+    p->waiting = wants;
+    sa_charge_sync(a, p);
+
+    struct lh_entry *made = p->info.role == FG_SA_CAPACITY ? lh_table_lookup_entry(a->creating, p->name) : NULL;
+    if (made) {   /* a create of ours, now seen: counted as a pod from here on */
+        char *k = (char *)lh_entry_k(made);
+        free(lh_entry_v(made));
+        lh_table_delete_entry(a->creating, made);
+        free(k);
+    }
+    if (p->info.role == FG_SA_CAPACITY &&
+        (fresh || was_live != p->info.cap_live || !fg_str_eq(was_node, p->info.node) ||
+         !fg_str_eq(was_uuid, p->info.gpu_uuid) || was.cap_gpu_mem_mib != p->info.cap_gpu_mem_mib)) {
+        if (p->on)
+            p->on->dirty = true;
+        a->epoch++;
+    }
+    if (!fresh && p->info.role != FG_SA_CAPACITY && may_free_room(&was, &p->info, false))
+        a->epoch++;
+    json_object_put(old);
+    sa_pass_soon(a);
+}
+
+void sa_pod_gone(struct fg__sched_adapter *a, const char *key)
+{
+    struct lh_entry *e = lh_table_lookup_entry(a->pods, key);
+    if (!e)
+        return;
+    struct sa_pod *p = (struct sa_pod *)lh_entry_v(e);
+    if (p->info.role == FG_SA_CAPACITY && p->on)
+        p->on->dirty = true;
+    if (may_free_room(&p->info, NULL, true) || p->info.role == FG_SA_CAPACITY)
+        a->epoch++;
+    lh_table_delete_entry(a->pods, e);
+    pod_free(a, p);
+    sa_pass_soon(a);
+}
+
+void sa_pods_free(struct fg__sched_adapter *a)
+{
+    struct lh_entry *e;
+    lh_foreach(a->pods, e) pod_free(a, (struct sa_pod *)lh_entry_v(e));
+    lh_table_free(a->pods);
+    a->pods = NULL;
+}
