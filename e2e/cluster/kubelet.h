@@ -135,6 +135,7 @@ struct fg_sim_pod {
     char dir[2048];               /* <node root>/pods/<namespace>_<name>_<uid> */
     struct fg_resources requests;
     bool admitted, rejected, started, killing;
+    bool resize_pending;          /* its cpu or memory requests changed beyond what the node has room for */
     bool reject_written;          /* the rejection (Failed, reason, message) is in its status */
     char reject_reason[FG_RESOURCE_NAME_MAX + 8];   /* OutOfcpu, NodeAffinity, ... */
     char reject_message[512];
@@ -201,6 +202,10 @@ void fg_sim_pods_kill_all(struct fg_sim_kubelets *k, struct fg_sim_node *node);
 bool fg_sim_pod_admit(struct fg_sim_node *node, json_object *pod, struct fg_sim_pod *p);
 /* Takes over a pod a previous run of the kubelets admitted, from its status and pid files. mu held. */
 void fg_sim_pod_adopt(struct fg_sim_pod *p, json_object *pod);
+/* In-place resize (Kubernetes 1.33): an admitted pod whose cpu or memory requests changed gets them
+ * when they fit the node (a decrease always does), its node's used resources following; otherwise
+ * p->resize_pending says the resize waits. Returns whether the requests changed. Under the kubelets' lock. */
+bool fg_sim_pod_resize(struct fg_sim_pod *p, json_object *pod);
 
 /* kubelet_nvidia.c */
 /* Gives a booting node its GPUs (UUIDs) and registers them as nvidia.com/gpu; with gpuState files

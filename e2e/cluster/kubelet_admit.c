@@ -125,3 +125,26 @@ void fg_sim_pod_adopt(struct fg_sim_pod *p, json_object *pod)
         }
     }
 }
+
+bool fg_sim_pod_resize(struct fg_sim_pod *p, json_object *pod)
+{
+    struct fg_resources now = { 0 };
+    if (!p->admitted || p->released || !p->node || fg_pod_requests(pod, &now, NULL) != FG_OK ||
+        fg_resources_add(&now, "pods", 1000) != FG_OK)
+        return false;
+    static const char *const names[] = { "cpu", "memory" };
+    bool changed = false, fits = true;
+    for (size_t i = 0; i < 2; i++) {
+        int64_t was = fg_resources_get(&p->requests, names[i]), want = fg_resources_get(&now, names[i]);
+        changed = changed || want != was;
+        fits = fits && (want <= was || fg_resources_get(&p->node->used, names[i]) + want - was <=
+                                           fg_resources_get(&p->node->capacity, names[i]));
+    }
+    p->resize_pending = changed && !fits;
+    if (!changed || !fits)
+        return false;
+    fg_resources_sub(&p->node->used, &p->requests);
+    p->requests = now;
+    fg_resources_sum(&p->node->used, &p->requests);
+    return true;
+}

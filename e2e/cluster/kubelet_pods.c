@@ -393,6 +393,7 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     }
     struct fg_sim_probe_job jobs[2 * FG_SIM_MAX_CONTAINERS];
     size_t njobs = 0;
+    fg_sim_pod_resize(p, pod);
     fg_sim_containers_advance(k, p, pod, now, &next, jobs, &njobs);
     release_if_ended(p, pod);
     char problem[sizeof p->problem] = "";

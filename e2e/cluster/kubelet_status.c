@@ -2,8 +2,9 @@
  * kubelet_status — the pod status a kubelet reports, built from its state of the pod: phase,
  * conditions, IPs, start time, QoS class and a status per container (state, last state, restarts,
  * ready, started, its ID as the node's runtime writes it — "containerd://<64 hex>", which the
- * container's cgroup path names too — and allocatedResourcesStatus, the devices it was given). The kubelet owns the conditions PodReadyToStartContainers, Initialized,
- * ContainersReady and Ready; every other condition of the pod (PodScheduled, DisruptionTarget, a
+ * container's cgroup path names too — allocatedResourcesStatus, the devices it was given, and the
+ * resources it applied: the spec's, an in-place resize included once it fits). The kubelet owns the
+ * conditions PodReadyToStartContainers, Initialized, ContainersReady and Ready; every other condition of the pod (PodScheduled, DisruptionTarget, a
  * readiness gate) is carried over as it is. A condition keeps its lastTransitionTime while its
  * status stays the same, so a status that did not change is written the same, and not written.
  */
@@ -158,7 +159,11 @@ json_object *fg_sim_pod_status(const struct fg_sim_pod *p, json_object *pod, con
     for (size_t i = 0; i < p->ncontainers; i++) {
         const struct fg_sim_container *c = &p->containers[i];
         json_object *spec = c->init ? json_object_array_get_idx(inits, i) : json_object_array_get_idx(apps, i - p->ninit);
-        json_object_array_add(c->init ? init_st : app_st, container_status(p, i, spec));
+        json_object *cs = container_status(p, i, spec);
+        json_object *res = fg_json_get(spec, "resources", NULL);
+        if (!c->init && res && !p->resize_pending)   /* what the kubelet applied: the spec's, resizes included */
+            json_object_object_add(cs, "resources", json_object_get(res));
+        json_object_array_add(c->init ? init_st : app_st, cs);
     }
     if (p->ninit)
         json_object_object_add(st, "initContainerStatuses", init_st);

@@ -147,6 +147,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     if (!a->running)
         return;
     sa_capacity_tick(a);
+    sa_bind_resume(a);
     sa_pass(a);
 }
 
@@ -203,6 +204,7 @@ static void stop_on_loop(void *ud)
     if (a->tick_ev)
         event_free(a->tick_ev);
     a->tick_ev = NULL;
+    sa_bind_drop_awaiting(a);
     if (a->pods)
         sa_pods_free(a);
     if (a->nodes)

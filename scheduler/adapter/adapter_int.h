@@ -36,6 +36,7 @@
 #define SA_PHANTOM_OWNER "fracgpu.io/no-capacity-pod"
 
 struct sa_node;
+struct bind_op;
 
 /* One pod of the cluster. */
 struct sa_pod {
@@ -111,6 +112,8 @@ struct fg__sched_adapter {
     struct event *pass_ev, *tick_ev;
     bool pass_armed;
     size_t binds_in_flight;
+    struct bind_op **awaiting;  /* binds whose capacity pods' shrinks the kubelet has yet to apply */
+    size_t n_awaiting, cap_awaiting;
     struct sa_pod **unschedulable;   /* GPU pods the last pass could not place */
     size_t n_unschedulable, cap_unschedulable;
     char image[256];            /* the capacity pods' image */
@@ -159,6 +162,10 @@ void sa_cycle_cleanup(struct fg__sched_adapter *a);
 
 /* ---- bind.c: the writes of a placement ---- */
 enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, const struct fg_sched_placement *pl);
+/* Sends the Binding of every bind whose shrinks the kubelet has applied; forgets those that waited
+ * too long. On capacity pod events and the tick. */
+void sa_bind_resume(struct fg__sched_adapter *a);
+void sa_bind_drop_awaiting(struct fg__sched_adapter *a);
 /* PodScheduled=False with reason and message, written once per change of reason. */
 void sa_set_unscheduled(struct fg__sched_adapter *a, struct sa_pod *p, const char *reason, const char *message);
 

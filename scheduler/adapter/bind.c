@@ -5,7 +5,9 @@
  * capacity pods' reservations for tenants (their requests beyond the holder's own), those are
  * shrunk first — the GPU's own capacity pod before others — through pods/resize, by exactly what
  * the pod needs beyond the node's unreserved room; the Binding is sent once every resize was
- * accepted. The Binding (pods/binding, the pod's UID as precondition) carries the GPU's UUID, its
+ * accepted and the kubelet reports it applied (the capacity pod's status.containerStatuses[].resources,
+ * Kubernetes 1.33), so the kubelet admitting the tenant counts the shrunk reservation; a resize not
+ * applied within 15 s forgets the placement. The Binding (pods/binding, the pod's UID as precondition) carries the GPU's UUID, its
  * index on the node, the capacity pod and the grant signed with the current key. Any failure
  * forgets the placement and the pod backs off; a pod already bound (409) is the watch's to confirm.
  *
@@ -28,6 +30,7 @@
 #include "scheduler/adapter/adapter_int.h"
 
 #define MAX_SHRINKS 8
+#define APPLY_TIMEOUT_NS (15ull * FG_NS_PER_S)
 
 struct shrink {
     char *cap_key;
@@ -43,6 +46,7 @@ struct bind_op {
     char why[FG_ERRMSG_MAX];
     struct shrink shrinks[MAX_SHRINKS];
     int n_shrinks;
+    uint64_t since_ns;          /* when the resizes were accepted */
 };
 
 static void op_free(struct bind_op *op)
@@ -144,7 +148,55 @@ static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const 
         op_free(op);
         return;
     }
-    send_binding(op);
+    op->since_ns = fg_clock_mono_ns();
+    if (a->n_awaiting == a->cap_awaiting) {
+        a->cap_awaiting = a->cap_awaiting ? 2 * a->cap_awaiting : 8;
+        a->awaiting = fg_realloc(a->awaiting, a->cap_awaiting * sizeof(*a->awaiting));
+    }
+    a->awaiting[a->n_awaiting++] = op;
+    sa_bind_resume(a);
+}
+
+/* Whether the kubelet applied every shrink of op. */
+static bool applied(struct fg__sched_adapter *a, struct bind_op *op)
+{
+    for (int i = 0; i < op->n_shrinks; i++) {
+        struct sa_pod *cap = sa_pod_get(a, op->shrinks[i].cap_key);
+        if (cap && !cap->info.resized)
+            return false;
+    }
+    return true;
+}
+
+void sa_bind_resume(struct fg__sched_adapter *a)
+{
+    uint64_t now = fg_clock_mono_ns();
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_awaiting; i++) {
+        struct bind_op *op = a->awaiting[i];
+        struct sa_pod *p = op_pod(op);
+        if (p && applied(a, op)) {
+            send_binding(op);
+        } else if (!p || now - op->since_ns >= APPLY_TIMEOUT_NS) {
+            if (p) {
+                p->binding = false;
+                sa_pod_forget(a, p, "the kubelet did not apply the capacity pod's shrink in time");
+            }
+            op_free(op);
+        } else {
+            a->awaiting[k++] = op;
+        }
+    }
+    a->n_awaiting = k;
+}
+
+void sa_bind_drop_awaiting(struct fg__sched_adapter *a)
+{
+    for (size_t i = 0; i < a->n_awaiting; i++)
+        op_free(a->awaiting[i]);
+    free(a->awaiting);
+    a->awaiting = NULL;
+    a->n_awaiting = a->cap_awaiting = 0;
 }
 
 static const char *container_name(json_object *pod)

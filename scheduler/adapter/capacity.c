@@ -195,6 +195,26 @@ static void create(struct fg__sched_adapter *a, struct sa_pod *first, int64_t cp
     json_object_put(pod);
 }
 
+/* The tenant memory of a new GPU: the largest a capacity pod reported; before any, the largest
+ * nvidia.com/gpu.memory label (MiB, from GPU feature discovery) of a node; without either, memory is
+ * left out of the packing — a guess too small would ask for GPUs that stay idle, one too large only
+ * leaves a pod to the next round once the GPUs are there. */
+static int64_t gpu_memory_guess(struct fg__sched_adapter *a)
+{
+    if (a->gpu_mem_max)
+        return a->gpu_mem_max;
+    int64_t best = 0;
+    struct lh_entry *e;
+    lh_foreach(a->nodes, e) {
+        const struct sa_node *n = (const struct sa_node *)lh_entry_v(e);
+        const char *v = fg_json_get_str(n->json, "metadata", "labels", "nvidia.com/gpu.memory", NULL);
+        long long mib = v ? atoll(v) : 0;
+        if (mib > best)
+            best = mib;
+    }
+    return best ? best : (int64_t)1 << 40;
+}
+
 /* Packs pods[0..k) (one signature) into GPUs and asks for those still missing. */
 static void plan_group(struct fg__sched_adapter *a, struct sa_pod **pods, size_t k)
 {
@@ -206,10 +226,7 @@ static void plan_group(struct fg__sched_adapter *a, struct sa_pod **pods, size_t
         return;
     fg_sched_cluster_init(&c);
     fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
-    int64_t mem = a->gpu_mem_max;
-    for (size_t i = 0; i < k; i++)
-        if (pods[i]->want.pod.gpu_mem_mib > mem && !a->gpu_mem_max)
-            mem = pods[i]->want.pod.gpu_mem_mib;
+    int64_t mem = gpu_memory_guess(a);
     int *bin_of = fg_calloc(k, sizeof(*bin_of));
     int bins = 0;
     for (size_t i = 0; i < k; i++) {

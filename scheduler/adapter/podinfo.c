@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "base/mem.h"
 #include "base/timefmt.h"
+#include "operator/kube/quantity.h"
 #include "operator/kube/resources.h"
 #include "reconcilers/allocation.h"
 #include "reconcilers/podcontract.h"
@@ -39,6 +40,25 @@ static const char *condition_reason(json_object *pod, const char *type)
             return fg_json_get_str(c, "reason", NULL);
     }
     return NULL;
+}
+
+static bool same_quantity(json_object *x, json_object *y)
+{
+    int64_t a = 0, b = 0;
+    char why[FG_ERRMSG_MAX];
+    return x && y && fg_quantity_json(x, &a, why) == FG_OK && fg_quantity_json(y, &b, why) == FG_OK && a == b;
+}
+
+/* Whether the kubelet reports the first container's CPU and memory requests as in the spec: an
+ * in-place resize it has applied (Kubernetes 1.33's status.containerStatuses[].resources). */
+static bool applied(json_object *pod)
+{
+    json_object *spec = fg_json_get(json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0),
+                                    "resources", "requests", NULL);
+    json_object *status = fg_json_get(json_object_array_get_idx(fg_json_get(pod, "status", "containerStatuses", NULL), 0),
+                                      "resources", "requests", NULL);
+    return same_quantity(fg_json_get(spec, "cpu", NULL), fg_json_get(status, "cpu", NULL)) &&
+           same_quantity(fg_json_get(spec, "memory", NULL), fg_json_get(status, "memory", NULL));
 }
 
 static void read_allocation(json_object *pod, struct fg_sa_podinfo *pi, const struct fg_resources *req)
@@ -94,6 +114,7 @@ void fg_sa_podinfo_read(json_object *pod, const char *cap_ns, struct fg_sa_podin
         pi->reserved_cpu = pi->cpu_milli > FG_SA_HOLDER_CPU_MILLI ? pi->cpu_milli - FG_SA_HOLDER_CPU_MILLI : 0;
         pi->reserved_mem_mib = pi->mem_mib > FG_SA_HOLDER_MEM_MIB ? pi->mem_mib - FG_SA_HOLDER_MEM_MIB : 0;
         pi->sig = annotation(pod, FG_ANN_SIGNATURE);
+        pi->resized = applied(pod);
         return;
     }
     if (!fg_str_eq(fg_json_get_str(pod, "spec", "schedulerName", NULL), FG_SCHEDULER_NAME))

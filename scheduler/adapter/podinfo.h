@@ -70,6 +70,7 @@ struct fg_sa_podinfo {
     int64_t cap_gpu_mem_mib;    /* FG_ANN_GPU_MEMORY_MIB */
     int64_t reserved_cpu, reserved_mem_mib;   /* requests beyond the holder's own */
     const char *sig;            /* FG_ANN_SIGNATURE: the pods it was made for */
+    bool resized;               /* the kubelet applied its CPU and memory requests (status equals spec) */
 };
 
 /* On a pod: gang scheduling. On a capacity pod: the node-level signature it serves. */

@@ -129,6 +129,8 @@ void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod)
     if (!fresh && p->info.role != FG_SA_CAPACITY && may_free_room(&was, &p->info, false))
         a->epoch++;
     json_object_put(old);
+    if (p->info.role == FG_SA_CAPACITY && a->n_awaiting)
+        sa_bind_resume(a);
     sa_pass_soon(a);
 }
 

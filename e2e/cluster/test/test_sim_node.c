@@ -3,7 +3,8 @@
  * three GPU nodes of four GPUs (testdata/node-e2e.yaml: one node group per device-list form, so each
  * node's host files say how its containers get a GPU). The real kubectl installs fracgpu with
  * `kubectl apply -k manifests/`: the operator creates the grant key's Secret and a node agent runs on
- * every node. fracgpu's scheduler is not built yet, so the test does what it will do: it creates pods
+ * every node. The test plays fracgpu's scheduler itself (the operator runs with --no-scheduler), so that
+ * each node-side case is set up exactly: it creates pods
  * with `schedulerName: fracgpu-scheduler`, `fracgpu.io/gpu-share: 1` and the allocation annotations,
  * and binds them through the pods/binding subresource with fracgpu.io/gpu-uuid and a
  * fracgpu.io/grant signed with the key read from the Secret. It shows:
@@ -145,6 +146,10 @@ static void test_install(void **state)
     char manifests[512];
     snprintf(manifests, sizeof manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
     KUBECTL(&out, NULL, "apply", "-k", manifests);
+    /* the test places pods itself, as fracgpu's scheduler would: the operator's stays off */
+    KUBECTL(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", NODETEST_SYSTEM_NS, "--type=json", "-p",
+            "[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--no-scheduler\"}]");
+    KUBECTL(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", NODETEST_SYSTEM_NS, "--timeout=120s");
     KUBECTL(&out, NULL, "create", "namespace", NODETEST_NS);
     if (!nodetest_wait(agents_ready, NULL, 60000)) {
         fg_kubectl_run(&nt.sim.k, &out, NULL, "get", "pods", "-n", NODETEST_SYSTEM_NS, "-o", "wide", NULL);
