@@ -167,6 +167,11 @@ size_t fg_json_array_len(json_object *a)
     return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
+json_object *fg_json_at(json_object *a, size_t i)
+{
+    return i < fg_json_array_len(a) ? json_object_array_get_idx(a, i) : NULL;
+}
+
 size_t fg_json_object_len(json_object *o)
 {
     return json_object_is_type(o, json_type_object) ? (size_t)json_object_object_length(o) : 0;

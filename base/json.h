@@ -55,6 +55,8 @@ const char *fg_json_text(json_object *o, size_t *len);
 json_object *fg_json_ensure_obj(json_object *o, const char *key);
 /* The length of array a; 0 when a is NULL or not an array (json-c asserts on those). */
 size_t fg_json_array_len(json_object *a);
+/* Element i of array a (borrowed); NULL when a is NULL, not an array or shorter (json-c asserts). */
+json_object *fg_json_at(json_object *a, size_t i);
 /* How many members object o has; 0 when o is NULL or not an object. */
 size_t fg_json_object_len(json_object *o);
 /* Sets o[key] to a new string (or removes the key when value is NULL). */

@@ -106,7 +106,7 @@ static void find_image(struct fg__sched_adapter *a)
     char key[320];
     snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
     struct sa_pod *self = name && ns ? sa_pod_get(a, key) : NULL;
-    const char *image = self ? fg_json_get_str(json_object_array_get_idx(fg_json_get(self->json, "spec", "containers", NULL), 0),
+    const char *image = self ? fg_json_get_str(fg_json_at(fg_json_get(self->json, "spec", "containers", NULL), 0),
                                                "image", NULL)
                              : NULL;
     if (!image) {

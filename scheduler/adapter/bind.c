@@ -201,7 +201,7 @@ void sa_bind_drop_awaiting(struct fg__sched_adapter *a)
 
 static const char *container_name(json_object *pod)
 {
-    const char *name = fg_json_get_str(json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0),
+    const char *name = fg_json_get_str(fg_json_at(fg_json_get(pod, "spec", "containers", NULL), 0),
                                        "name", NULL);
     return name ? name : "holder";
 }

@@ -53,9 +53,9 @@ static bool same_quantity(json_object *x, json_object *y)
  * in-place resize it has applied (Kubernetes 1.33's status.containerStatuses[].resources). */
 static bool applied(json_object *pod)
 {
-    json_object *spec = fg_json_get(json_object_array_get_idx(fg_json_get(pod, "spec", "containers", NULL), 0),
+    json_object *spec = fg_json_get(fg_json_at(fg_json_get(pod, "spec", "containers", NULL), 0),
                                     "resources", "requests", NULL);
-    json_object *status = fg_json_get(json_object_array_get_idx(fg_json_get(pod, "status", "containerStatuses", NULL), 0),
+    json_object *status = fg_json_get(fg_json_at(fg_json_get(pod, "status", "containerStatuses", NULL), 0),
                                       "resources", "requests", NULL);
     return same_quantity(fg_json_get(spec, "cpu", NULL), fg_json_get(status, "cpu", NULL)) &&
            same_quantity(fg_json_get(spec, "memory", NULL), fg_json_get(status, "memory", NULL));

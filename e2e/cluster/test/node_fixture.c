@@ -54,7 +54,7 @@ int nodetest_start(void)
         char path[160];
         snprintf(path, sizeof path, "/api/v1/nodes?labelSelector=sim.fracgpu.io%%2Fnode-group%%3D%s", groups[f]);
         json_object *l = nodetest_get(path), *items = fg_json_get(l, "items", NULL);
-        const char *name = fg_json_get_str(nodetest_at(items, 0), "metadata", "name", NULL);
+        const char *name = fg_json_get_str(fg_json_at(items, 0), "metadata", "name", NULL);
         if (fg_json_array_len(items) != 1 || !name) {
             fprintf(stderr, "node group %s has %zu nodes, not 1\n", groups[f], fg_json_array_len(items));
             json_object_put(l);
@@ -85,11 +85,6 @@ char *nodetest_component_log(const char *component)
     char *s = fg_strdup(fg_buf_str(&b));
     fg_buf_cleanup(&b);
     return s;
-}
-
-json_object *nodetest_at(json_object *a, size_t i)
-{
-    return i < fg_json_array_len(a) ? json_object_array_get_idx(a, i) : NULL;
 }
 
 /* ---- the API ---- */

@@ -53,9 +53,6 @@ void nodetest_stop(bool keep);
 /* The log of a cluster component ("kubelets", ...) into a new string ("" when none). */
 char *nodetest_component_log(const char *component);
 
-/* Element i of JSON array a, or NULL when a is not an array or is shorter (json-c asserts on both). */
-json_object *nodetest_at(json_object *a, size_t i);
-
 /* ---- the API ---- */
 
 /* The object at path, or NULL (404 or any failure). */

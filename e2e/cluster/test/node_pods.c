@@ -89,7 +89,7 @@ char *nodetest_uid(const char *ns, const char *name)
 static bool has_str(json_object *a, const char *v)
 {
     for (size_t i = 0; i < fg_json_array_len(a); i++)
-        if (fg_str_eq(json_object_get_string(nodetest_at(a, i)), v))
+        if (fg_str_eq(json_object_get_string(fg_json_at(a, i)), v))
             return true;
     return false;
 }
@@ -97,7 +97,7 @@ static bool has_str(json_object *a, const char *v)
 static bool has_mount(json_object *mounts, const char *container_path, const char *host_path, bool read_only)
 {
     for (size_t i = 0; i < fg_json_array_len(mounts); i++) {
-        json_object *m = nodetest_at(mounts, i), *ro = fg_json_get(m, "readOnly", NULL);
+        json_object *m = fg_json_at(mounts, i), *ro = fg_json_get(m, "readOnly", NULL);
         if (fg_str_eq(fg_json_get_str(m, "containerPath", NULL), container_path) &&
             fg_str_eq(fg_json_get_str(m, "hostPath", NULL), host_path) &&
             (ro ? json_object_get_boolean(ro) : false) == read_only)
@@ -117,14 +117,14 @@ void nodetest_check_devices(enum nodetest_form f, const char *name, const char *
     if (fg_json_array_len(d) != 1)
         nodetest_fail(NODETEST_NS, name, node, "devices.json of %s holds %zu records: %s", name, fg_json_array_len(d),
                       text);
-    json_object *r = nodetest_at(d, 0);
+    json_object *r = fg_json_at(d, 0);
     json_object *env = fg_json_get(r, "env", NULL), *mounts = fg_json_get(r, "mounts", NULL);
     json_object *cdi = fg_json_get(r, "cdiDevices", NULL), *ids = fg_json_get(r, "devices", NULL);
     char want[512], pipe[512], shm[512];
     bool ok = fg_str_eq(fg_json_get_str(r, "container", NULL), "main") &&
               fg_str_eq(fg_json_get_str(r, "resource", NULL), FG_RES_GPU_SHARE) && fg_json_array_len(ids) == 1;
     snprintf(want, sizeof want, "%s::", gpu);
-    ok = ok && fg_str_has_prefix(json_object_get_string(nodetest_at(ids, 0)), want);
+    ok = ok && fg_str_has_prefix(json_object_get_string(fg_json_at(ids, 0)), want);
     size_t nenv = 1, nmounts = 0, ncdi = 0;
     switch (f) {
     case NODETEST_CDI:
@@ -170,9 +170,9 @@ void nodetest_check_devices(enum nodetest_form f, const char *name, const char *
 static void kubelet_gpu(const char *ns, const char *name, char *out)
 {
     json_object *pod = nodetest_pod(ns, name);
-    json_object *cs = nodetest_at(fg_json_get(pod, "status", "containerStatuses", NULL), 0);
-    json_object *alloc = nodetest_at(fg_json_get(cs, "allocatedResourcesStatus", NULL), 0);
-    const char *id = fg_json_get_str(nodetest_at(fg_json_get(alloc, "resources", NULL), 0), "resourceID",
+    json_object *cs = fg_json_at(fg_json_get(pod, "status", "containerStatuses", NULL), 0);
+    json_object *alloc = fg_json_at(fg_json_get(cs, "allocatedResourcesStatus", NULL), 0);
+    const char *id = fg_json_get_str(fg_json_at(fg_json_get(alloc, "resources", NULL), 0), "resourceID",
                                      NULL);
     snprintf(out, NODETEST_UUID_MAX, "%s", id ? id : "");
     json_object_put(pod);

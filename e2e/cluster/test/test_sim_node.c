@@ -123,7 +123,7 @@ static bool agents_ready(void *ud)
         json_object *a = nodetest_agent_pod(nt.node[f]);
         json_object *conds = fg_json_get(a, "status", "conditions", NULL);
         for (size_t i = 0; i < fg_json_array_len(conds); i++) {
-            json_object *c = nodetest_at(conds, i);
+            json_object *c = fg_json_at(conds, i);
             ready += fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready") &&
                      fg_str_eq(fg_json_get_str(c, "status", NULL), "True");
         }
@@ -269,14 +269,14 @@ static void check_no_device(enum nodetest_form f, const char *name, const char *
 {
     json_object *d = nodetest_devices(nt.node[f], NODETEST_NS, name, uid);
     for (size_t i = 0; i < fg_json_array_len(d); i++)
-        if (fg_str_eq(fg_json_get_str(nodetest_at(d, i), "resource", NULL), FG_RES_GPU_SHARE))
+        if (fg_str_eq(fg_json_get_str(fg_json_at(d, i), "resource", NULL), FG_RES_GPU_SHARE))
             nodetest_fail(NODETEST_NS, name, nt.node[f], "pod %s holds a device: %s", name,
                           json_object_to_json_string(d));
     json_object_put(d);
     json_object *pod = nodetest_pod(NODETEST_NS, name);
     json_object *cs = fg_json_get(pod, "status", "containerStatuses", NULL);
     for (size_t i = 0; i < fg_json_array_len(cs); i++)
-        assert_null(fg_json_get(nodetest_at(cs, i), "allocatedResourcesStatus", NULL));
+        assert_null(fg_json_get(fg_json_at(cs, i), "allocatedResourcesStatus", NULL));
     json_object_put(pod);
 }
 
@@ -528,7 +528,7 @@ static bool new_agent_ready(void *ud)
     json_object *conds = fg_json_get(a, "status", "conditions", NULL);
     bool ready = false;
     for (size_t i = 0; ok && i < fg_json_array_len(conds); i++) {
-        json_object *c = nodetest_at(conds, i);
+        json_object *c = fg_json_at(conds, i);
         ready = ready || (fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready") &&
                           fg_str_eq(fg_json_get_str(c, "status", NULL), "True"));
     }
@@ -611,12 +611,12 @@ static bool series_match(const struct series_want *w, struct fg_buf *last)
         char q[256];
         snprintf(q, sizeof q, "%s{namespace=\"" NODETEST_NS "\",pod=\"%s\"}", metrics[m], w->pod);
         json_object *r = promtest_query(&s.prom, q);
-        json_object *metric = fg_json_get(nodetest_at(r, 0), "metric", NULL);
-        json_object *value = fg_json_get(nodetest_at(r, 0), "value", NULL);
+        json_object *metric = fg_json_get(fg_json_at(r, 0), "metric", NULL);
+        json_object *value = fg_json_get(fg_json_at(r, 0), "value", NULL);
         ok = ok && fg_json_array_len(r) == 1 && fg_str_eq(fg_json_get_str(metric, "node", NULL), w->node) &&
              fg_str_eq(fg_json_get_str(metric, "uuid", NULL), w->gpu) &&
              fg_str_eq(fg_json_get_str(metric, "container", NULL), "main") &&
-             fg_str_eq(json_object_get_string(nodetest_at(value, 1)), values[m]);
+             fg_str_eq(json_object_get_string(fg_json_at(value, 1)), values[m]);
         fg_buf_reset(last);
         fg_buf_put_str(last, r ? json_object_to_json_string(r) : "(no answer)");
         json_object_put(r);
