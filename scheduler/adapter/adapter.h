@@ -4,8 +4,8 @@
  *
  * Queue. Pods with spec.schedulerName fracgpu-scheduler and no node wait, ordered by priority, then
  * age; pods with scheduling gates are skipped until the gates go. A pod that does not fit backs off
- * (1 s doubling to 30 s) and is tried again sooner when the cluster changes in a way that may let it
- * fit (a node, a capacity pod, a pod that leaves).
+ * (1 s doubling to 10 s) and is tried again once its backoff has passed and the cluster has changed
+ * in a way that may let it fit (a node, a capacity pod, a pod that leaves), or after 30 s anyway.
  *
  * Snapshot. Every node, and every pod's CPU and memory on it (the default scheduler places other
  * pods on the same nodes); a GPU exists for fracgpu once a capacity pod holding it is Running and
@@ -27,7 +27,8 @@
  * (a retried create finds it there), with that pod's node selector, node affinity and tolerations,
  * PriorityClass fracgpu-capacity, `nvidia.com/gpu: 1`, and the CPU and memory of its tenants
  * reserved. The pods wait with PodScheduled=False, reason WaitingForCapacity (never Unschedulable,
- * which autoscalers would provision for a second time). A capacity pod with no tenants is deleted
+ * which autoscalers would provision for a second time), and are tried again as soon as the
+ * cluster changes. A capacity pod with no tenants is deleted
  * after the idle grace period, and never while it has one; a tenant whose capacity pod is gone,
  * failed or being deleted is evicted at once.
  *

@@ -11,8 +11,8 @@
  * watch showed the first finds it there (409) instead of making two. A pod that would not fit even
  * an empty GPU is reported Unschedulable; the others wait with WaitingForCapacity.
  *
- * Giving back, on the adapter's tick: a capacity pod with no tenant on its GPU — or, on its way,
- * with no pod waiting for its signature — for the idle grace period is deleted, with its UID as a
+ * Giving back, on the adapter's tick: a capacity pod with no tenant on its GPU and no pod waiting
+ * for its signature for the idle grace period is deleted, with its UID as a
  * precondition. A bound tenant whose capacity pod is gone, not live, or now holds another GPU is
  * evicted at once (Eviction API; deleted if a budget refuses: the GPU under it is not held any more).
  */
@@ -275,6 +275,9 @@ static void plan_group(struct fg__sched_adapter *a, struct sa_pod **pods, size_t
             snprintf(msg, sizeof(msg), "no GPU has room; %d new GPU%s on the way for pods like it", bins,
                      bins == 1 ? "" : "s");
             sa_set_unscheduled(a, pods[i], "WaitingForCapacity", msg);
+            /* waiting for a GPU is not a failure: tried again as soon as the cluster changes */
+            pods[i]->backoff_ns = 0;
+            pods[i]->next_try_ns = 0;
         }
     }
     free(bin_of);
@@ -423,7 +426,7 @@ void sa_capacity_tick(struct fg__sched_adapter *a)
         }
         if (p->info.role != FG_SA_CAPACITY || !p->info.sig)
             continue;
-        bool busy = p->info.cap_live ? has_tenants(a, p) : awaited(a, p->info.sig);
+        bool busy = (p->info.cap_live && has_tenants(a, p)) || awaited(a, p->info.sig);
         if (busy) {
             p->idle_since_ns = 0;
         } else if (!p->idle_since_ns) {

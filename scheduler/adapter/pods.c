@@ -18,7 +18,7 @@
 #include "scheduler/adapter/adapter_int.h"
 
 #define BACKOFF_FIRST_NS (1ull * FG_NS_PER_S)
-#define BACKOFF_MAX_NS (30ull * FG_NS_PER_S)
+#define BACKOFF_MAX_NS (10ull * FG_NS_PER_S)   /* kube-scheduler's podMaxBackoffSeconds */
 
 struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key)
 {
