@@ -62,6 +62,7 @@ static const char *const objects[] = {
     "service/fracgpu-node-agent",
     "service/fracgpu-operator-metrics",
     "service/fracgpu-webhook",
+    "priorityclass.scheduling.k8s.io/fracgpu-capacity",
     "priorityclass.scheduling.k8s.io/fracgpu-node-critical",
     "deployment.apps/fracgpu-operator",
     "poddisruptionbudget.policy/fracgpu-operator",
@@ -226,8 +227,8 @@ static void test_apply_manifests(void **state)
     expect_get("mutatingwebhookconfigurations", false, "NAME WEBHOOKS AGE", hooks, 1);
     const char *pdbs[] = { "fracgpu-operator" };
     expect_get("pdb", true, "NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE", pdbs, 1);
-    const char *classes[] = { "fracgpu-node-critical" };
-    expect_get("priorityclasses", false, "NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY", classes, 1);
+    const char *classes[] = { "fracgpu-capacity", "fracgpu-node-critical" };
+    expect_get("priorityclasses", false, "NAME VALUE GLOBAL-DEFAULT AGE PREEMPTIONPOLICY", classes, 2);
     /* the DaemonSet's pods run at fracgpu's class, not system-node-critical (see the manifest) */
     if (kubectl(&out, NULL, "get", "ds", "fracgpu-node-agent", "-n", NS,
                 "-o=jsonpath={.spec.template.spec.priorityClassName}", NULL) != 0 ||

@@ -142,6 +142,8 @@ void sa_nodes_free(struct fg__sched_adapter *a);
 /* Makes p's charge match what it is now (its info, or its assumed placement). */
 void sa_charge_sync(struct fg__sched_adapter *a, struct sa_pod *p);
 void sa_uncharge(struct fg__sched_adapter *a, struct sa_pod *p);
+/* Puts p on n's list of pods (p->on = n); charges nothing. */
+void sa_node_list_add(struct sa_node *n, struct sa_pod *p);
 /* Charges p on node n (rebuilt), which must be its node. */
 void sa_charge_on(struct fg__sched_adapter *a, struct sa_pod *p, struct sa_node *n);
 

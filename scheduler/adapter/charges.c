@@ -16,7 +16,7 @@
 #include "reconcilers/podcontract.h"
 #include "scheduler/adapter/adapter_int.h"
 
-static void list_add(struct sa_node *n, struct sa_pod *p)
+void sa_node_list_add(struct sa_node *n, struct sa_pod *p)
 {
     if (n->n_pods == n->cap_pods) {
         n->cap_pods = n->cap_pods ? 2 * n->cap_pods : 16;
@@ -122,7 +122,7 @@ void sa_charge_sync(struct fg__sched_adapter *a, struct sa_pod *p)
         if (was && p->info.role == FG_SA_CAPACITY)
             was->dirty = true;
         if (n) {
-            list_add(n, p);
+            sa_node_list_add(n, p);
             sa_charge_on(a, p, n);
             if (!n->json)
                 n->dirty = true;   /* rebuilt (dropped when still unknown) at the next flush */

@@ -67,14 +67,7 @@ static void assume(struct fg__sched_adapter *a, struct sa_pod *p, const struct f
 /* Enters the placement the framework reserved into the pod's charge (the framework charged it). */
 static void record(struct fg__sched_adapter *a, struct sa_pod *p, const struct fg_sched_placement *pl)
 {
-    struct sa_node *n = sa_node_get(a, p->assumed_node, false);
-    if (n->n_pods == n->cap_pods) {
-        n->cap_pods = n->cap_pods ? 2 * n->cap_pods : 16;
-        n->pods = fg_realloc(n->pods, n->cap_pods * sizeof(*n->pods));
-    }
-    p->node_pos = n->n_pods;
-    n->pods[n->n_pods++] = p;
-    p->on = n;
+    sa_node_list_add(sa_node_get(a, p->assumed_node, false), p);
     p->pl = *pl;
     p->charge = p->want.pod;
     p->charged_slot = p->assumed_slot;
