@@ -1,5 +1,6 @@
 /* simcluster — a simulated cluster as a process for end-to-end tests; see simcluster.h. */
 #include "base/fs.h"
+#include "base/mem.h"
 #include "e2e/tests/simcluster.h"
 
 #include <errno.h>
@@ -183,4 +184,17 @@ size_t fg_simcluster_sanitizer_reports(struct fg_simcluster *c)
     }
     globfree(&g);
     return reports;
+}
+
+int fg_simcluster_operator_arg(struct fg_simcluster *c, const char *arg, struct fg_buf *out)
+{
+    char *patch = fg_asprintf("[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"%s\"}]",
+                              arg);
+    int rc = fg_kubectl_run(&c->k, out, NULL, "patch", "deployment/fracgpu-operator", "-n", "fracgpu-system",
+                            "--type=json", "-p", patch, NULL);
+    free(patch);
+    if (rc == 0)
+        rc = fg_kubectl_run(&c->k, out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n",
+                            "fracgpu-system", "--timeout=120s", NULL);
+    return rc;
 }

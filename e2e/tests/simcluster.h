@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "e2e/tests/kubectl.h"
 #include "operator/kube/client.h"
@@ -35,6 +36,11 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
                                 char *errmsg) FG_MUST_USE;
 /* Stops it and removes its directory (kept when keep is true or $FG_KEEP_SIM is set). */
 void fg_simcluster_stop(struct fg_simcluster *c, bool keep);
+
+/* Adds arg to the command line of the installed operator (`kubectl patch` of Deployment
+ * fracgpu-system/fracgpu-operator) and waits for its rollout, as a user changes a flag. Returns 0, or
+ * kubectl's exit status with its output in out. */
+int fg_simcluster_operator_arg(struct fg_simcluster *c, const char *arg, struct fg_buf *out);
 
 /* The pid of the running process of one component ("kubelets", ...), from the supervisor's log
  * (after a restart, the newest); 0 when it never started. */

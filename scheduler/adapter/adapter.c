@@ -219,7 +219,6 @@ static void stop_on_loop(void *ud)
         a->creating = NULL;
     }
     sa_cycle_cleanup(a);
-    a->binds_in_flight = 0;
 }
 
 static enum fg_err start(void *ud, char *errmsg)

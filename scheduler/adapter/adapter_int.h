@@ -58,7 +58,6 @@ struct sa_pod {
     bool binding;               /* a bind (or the resizes before it) in flight */
     bool assumed;               /* placed by this scheduler, not yet confirmed by the watch */
     bool group_wait;            /* reserved, waiting for its pod group in Permit */
-    struct fg_sched_placement assumed_pl;
     char assumed_node[256];
     char assumed_cap[256];
     int assumed_slot;
@@ -111,7 +110,6 @@ struct fg__sched_adapter {
     int64_t gpu_mem_max;        /* the largest bin memory seen: what "whole" memory asks */
     struct event *pass_ev, *tick_ev;
     bool pass_armed;
-    size_t binds_in_flight;
     struct bind_op **awaiting;  /* binds whose capacity pods' shrinks the kubelet has yet to apply */
     size_t n_awaiting, cap_awaiting;
     struct sa_pod **unschedulable;   /* GPU pods the last pass could not place */
@@ -134,8 +132,6 @@ void sa_node_gone(struct fg__sched_adapter *a, const char *name);
 void sa_nodes_flush(struct fg__sched_adapter *a);
 /* The bin slot holding capacity pod cap on node n, -1 when none. */
 int sa_node_slot_of(const struct sa_node *n, const char *cap_name);
-/* Tenants charged (or assumed) on slot s of n. */
-int sa_node_slot_tenants(struct fg__sched_adapter *a, const struct sa_node *n, int s);
 void sa_nodes_free(struct fg__sched_adapter *a);
 
 /* ---- charges.c ---- */
@@ -152,6 +148,8 @@ struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key);
 void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod);
 void sa_pod_gone(struct fg__sched_adapter *a, const char *key);
 void sa_pods_free(struct fg__sched_adapter *a);
+/* The queue's order: priority, then age, then key. */
+int sa_pod_order(const struct sa_pod *p, const struct sa_pod *q);
 /* Drops the assumption of a placement (a failed bind): uncharge, back to waiting with backoff. */
 void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *why);
 void sa_pod_backoff(struct fg__sched_adapter *a, struct sa_pod *p);

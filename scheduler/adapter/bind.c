@@ -78,8 +78,6 @@ static void bound(void *ud, enum fg_err err, const struct fg_buf *body, const st
     (void)body;
     struct bind_op *op = ud;
     struct fg__sched_adapter *a = op->a;
-    if (a->running)
-        a->binds_in_flight--;
     struct sa_pod *p = op_pod(op);
     if (p) {
         p->binding = false;
@@ -97,12 +95,9 @@ static void send_binding(struct bind_op *op)
 {
     struct fg__sched_adapter *a = op->a;
     char *path = fg_kube_path(&fg_kube_pods, op->ns, op->name, "binding", NULL);
-    a->binds_in_flight++;
     fg_kube_loop_request(a->loop, "POST", path, "application/json", op->body, strlen(op->body), bound, op);
     free(path);
 }
-
-static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st);
 
 struct resize_call {
     struct bind_op *op;

@@ -37,13 +37,7 @@ static int by_signature(const void *x, const void *y)
 {
     const struct sa_pod *p = *(struct sa_pod *const *)x, *q = *(struct sa_pod *const *)y;
     int c = strcmp(p->want.sig, q->want.sig);
-    if (c)
-        return c;
-    if (p->info.priority != q->info.priority)
-        return p->info.priority > q->info.priority ? -1 : 1;
-    if (p->info.created_ms != q->info.created_ms)
-        return p->info.created_ms < q->info.created_ms ? -1 : 1;
-    return strcmp(p->key, q->key);
+    return c ? c : sa_pod_order(p, q);
 }
 
 static bool on_its_way(const struct sa_pod *c, const char *sig)
@@ -91,9 +85,8 @@ static void created(void *ud, enum fg_err err, const struct fg_buf *body, const 
             lh_table_delete_entry(a->creating, e);
             free(k);
         }
-        if (!(st && st->http_code == 409))
-            fg_log(FG_LOG_WARN, SA_COMPONENT, "cannot create capacity pod %s: %s%s%s", cc->name, fg_err_str(err),
-                   st && st->message ? ": " : "", st && st->message ? st->message : "");
+        fg_log(st && st->http_code == 409 ? FG_LOG_INFO : FG_LOG_WARN, SA_COMPONENT, "cannot create capacity pod %s: %s%s%s",
+               cc->name, fg_err_str(err), st && st->message ? ": " : "", st && st->message ? st->message : "");
     } else if (!err) {
         fg_counter_add(a->capacity_created, 1);
     }
@@ -372,7 +365,7 @@ static void remove_pod(struct fg__sched_adapter *a, struct sa_pod *p, bool evict
 }
 
 /* Whether capacity pod c has a tenant, bound or on its way. */
-static bool has_tenants(struct fg__sched_adapter *a, const struct sa_pod *c)
+static bool has_tenants(const struct sa_pod *c)
 {
     if (!c->on)
         return false;
@@ -383,7 +376,6 @@ static bool has_tenants(struct fg__sched_adapter *a, const struct sa_pod *c)
             (t->info.role == FG_SA_FRACGPU && fg_str_eq(t->info.cap_name, c->name) && !t->info.terminal))
             return true;
     }
-    (void)a;
     return false;
 }
 
@@ -426,7 +418,7 @@ void sa_capacity_tick(struct fg__sched_adapter *a)
         }
         if (p->info.role != FG_SA_CAPACITY || !p->info.sig)
             continue;
-        bool busy = (p->info.cap_live && has_tenants(a, p)) || awaited(a, p->info.sig);
+        bool busy = (p->info.cap_live && has_tenants(p)) || awaited(a, p->info.sig);
         if (busy) {
             p->idle_since_ns = 0;
         } else if (!p->idle_since_ns) {

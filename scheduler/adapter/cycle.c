@@ -33,14 +33,18 @@ static bool due(const struct fg__sched_adapter *a, const struct sa_pod *p, uint6
     return p->failed_epoch != a->epoch || now >= p->next_try_ns - p->backoff_ns + RETRY_ANYWAY_NS;
 }
 
-static int by_priority_then_age(const void *x, const void *y)
+int sa_pod_order(const struct sa_pod *p, const struct sa_pod *q)
 {
-    const struct sa_pod *p = *(struct sa_pod *const *)x, *q = *(struct sa_pod *const *)y;
     if (p->info.priority != q->info.priority)
         return p->info.priority > q->info.priority ? -1 : 1;
     if (p->info.created_ms != q->info.created_ms)
         return p->info.created_ms < q->info.created_ms ? -1 : 1;
     return strcmp(p->key, q->key);
+}
+
+static int by_priority_then_age(const void *x, const void *y)
+{
+    return sa_pod_order(*(struct sa_pod *const *)x, *(struct sa_pod *const *)y);
 }
 
 static void note_unschedulable(struct fg__sched_adapter *a, struct sa_pod *p)

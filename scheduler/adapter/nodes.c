@@ -84,15 +84,6 @@ int sa_node_slot_of(const struct sa_node *n, const char *cap_name)
     return -1;
 }
 
-int sa_node_slot_tenants(struct fg__sched_adapter *a, const struct sa_node *n, int s)
-{
-    (void)a;
-    int k = 0;
-    for (size_t i = 0; i < n->n_pods; i++)
-        k += n->pods[i]->charged_slot == s;
-    return k;
-}
-
 static int64_t quantity_units(json_object *list, const char *name, int64_t div)
 {
     int64_t milli = 0;
@@ -101,14 +92,6 @@ static int64_t quantity_units(json_object *list, const char *name, int64_t div)
     if (!v || fg_quantity_json(v, &milli, why) != FG_OK || milli < 0)
         return 0;
     return milli / div;
-}
-
-static int effect_of(const char *s)
-{
-    return fg_str_eq(s, "NoSchedule") ? FG_SCHED_NO_SCHEDULE
-           : fg_str_eq(s, "NoExecute") ? FG_SCHED_NO_EXECUTE
-           : fg_str_eq(s, "PreferNoSchedule") ? FG_SCHED_PREFER_NO_SCHEDULE
-                                               : 0;
 }
 
 /* The bins of n: the live capacity pods among its pods, each on its slot. */
@@ -186,7 +169,7 @@ static bool add_node(struct fg__sched_adapter *a, struct sa_node *n)
     for (size_t i = 0; i < nt; i++) {
         json_object *t = json_object_array_get_idx(taints, i);
         const char *key = fg_json_get_str(t, "key", NULL);
-        int effect = effect_of(fg_json_get_str(t, "effect", NULL));
+        int effect = fg_sa_effect(fg_json_get_str(t, "effect", NULL));
         if (key && effect)
             tt[kt++] = (struct fg_sched_taint){ key, fg_json_get_str(t, "value", NULL), effect };
     }

@@ -153,7 +153,7 @@ static enum fg_err op_of(const char *s, enum fg_sched_op *op)
     return FG_E_INVAL;
 }
 
-static int effect_of(const char *s)
+int fg_sa_effect(const char *s)
 {
     if (fg_str_eq(s, "NoSchedule"))
         return FG_SCHED_NO_SCHEDULE;
@@ -225,7 +225,7 @@ static void build_tolerations(struct fg_sa_want *w, json_object *tols)
             .key = key && *key ? key : NULL,
             .value = fg_json_get_str(t, "value", NULL),
             .exists = fg_str_eq(fg_json_get_str(t, "operator", NULL), "Exists"),
-            .effect = effect_of(fg_json_get_str(t, "effect", NULL)),
+            .effect = fg_sa_effect(fg_json_get_str(t, "effect", NULL)),
         };
     }
     w->pod.tolerations = w->tolerations;

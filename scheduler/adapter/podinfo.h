@@ -100,4 +100,7 @@ enum fg_err fg_sa_want_build(json_object *pod, const struct fg_sa_podinfo *pi, i
                              struct fg_sa_want *w, char *errmsg) FG_MUST_USE;
 void fg_sa_want_cleanup(struct fg_sa_want *w);
 
+/* A taint's or toleration's effect by name (enum fg_sched_effect); 0 for none or another. */
+int fg_sa_effect(const char *name);
+
 #endif

@@ -147,9 +147,8 @@ static void test_install(void **state)
     snprintf(manifests, sizeof manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
     KUBECTL(&out, NULL, "apply", "-k", manifests);
     /* the test places pods itself, as fracgpu's scheduler would: the operator's stays off */
-    KUBECTL(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", NODETEST_SYSTEM_NS, "--type=json", "-p",
-            "[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--no-scheduler\"}]");
-    KUBECTL(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", NODETEST_SYSTEM_NS, "--timeout=120s");
+    if (fg_simcluster_operator_arg(&nt.sim, "--no-scheduler", &out) != 0)
+        fail_msg("cannot turn the operator's scheduler off: %s", fg_buf_str(&out));
     KUBECTL(&out, NULL, "create", "namespace", NODETEST_NS);
     if (!nodetest_wait(agents_ready, NULL, 60000)) {
         fg_kubectl_run(&nt.sim.k, &out, NULL, "get", "pods", "-n", NODETEST_SYSTEM_NS, "-o", "wide", NULL);

@@ -276,9 +276,8 @@ static void test_install(void **state)
     char manifests[512];
     snprintf(manifests, sizeof manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
     OK(&out, NULL, "apply", "-k", manifests);
-    OK(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", SYSTEM_NS, "--type=json", "-p",
-       "[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\"value\":\"--capacity-idle-grace=3s\"}]");
-    OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", SYSTEM_NS, "--timeout=120s");
+    if (fg_simcluster_operator_arg(&e.sim, "--capacity-idle-grace=3s", &out) != 0)
+        fail_msg("cannot set the capacity idle grace: %s", fg_buf_str(&out));
     size_t one = 1;
     if (!eventually(agents_ready, &one, 60))
         show_and_fail("the node agent is not Ready on the GPU node");
