@@ -3,7 +3,7 @@ BUILD      ?= build
 BENCH_BUILD ?= build-bench
 JOBS       ?= $(shell nproc)
 
-.PHONY: all setup build demo test bench clean
+.PHONY: all setup build demo test test-unstable bench clean
 
 all: build
 
@@ -19,8 +19,13 @@ build: setup $(BUILD)/CMakeCache.txt
 demo: build
 	./scripts/demo.sh $(BUILD)
 
+# Tests labelled "unstable" are acceptance scenarios of work still under way that do not yet pass
+# every run; `make test-unstable` runs them. None may stay there once its issue is resolved.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE unstable
+
+test-unstable: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -L unstable
 
 $(BENCH_BUILD)/CMakeCache.txt: | setup
 	cmake -S . -B $(BENCH_BUILD) -DFG_SANITIZE=OFF -DCMAKE_BUILD_TYPE=Release

@@ -2,13 +2,15 @@
  * bind — carrying out a placement: at most a few resizes, then the one Binding.
  *
  * The cycle has charged the pod to its node and GPU. When the node's CPU or memory is held by
- * capacity pods' reservations for tenants (their requests beyond the holder's own), those are
- * shrunk first — the GPU's own capacity pod before others — through pods/resize, by exactly what
- * the pod needs beyond the node's unreserved room; the Binding is sent once every resize was
- * accepted and the kubelet reports it applied (the capacity pod's status.containerStatuses[].resources,
- * Kubernetes 1.33), so the kubelet admitting the tenant counts the shrunk reservation; a resize not
- * applied within 15 s forgets the placement. The Binding (pods/binding, the pod's UID as precondition) carries the GPU's UUID, its
- * index on the node, the capacity pod and the grant signed with the current key. Any failure
+ * capacity pods' reservations for tenants (their requests beyond the holder's own), or when the
+ * GPU's own capacity pod still reserves for tenants, reservations are shrunk through pods/resize:
+ * the GPU's own capacity pod by what the pod asks (its reservation was made for pods like it), or
+ * more when the node needs more, then others by what the node still lacks. The Binding is sent once
+ * every resize was accepted and the kubelet reports it applied (the capacity pod's
+ * status.containerStatuses[].resources, Kubernetes 1.33), so the kubelet admitting the tenant counts
+ * the shrunk reservation; a resize not applied within 15 s forgets the placement. The Binding
+ * (pods/binding, the pod's UID as precondition) carries the GPU's UUID, its index on the node, the
+ * capacity pod and the grant signed with the current key. Any failure
  * forgets the placement and the pod backs off; a pod already bound (409) is the watch's to confirm.
  *
  * Writes are asynchronous on the loop; their callbacks find the pod again by key and UID, since it
@@ -201,8 +203,9 @@ static const char *container_name(json_object *pod)
     return name ? name : "holder";
 }
 
-/* Plans the resizes that free what the pod needs on node n beyond the unreserved room. */
-static void plan_shrinks(struct fg__sched_adapter *a, struct sa_node *n, int slot, struct bind_op *op)
+/* Plans the resizes that hand a pod asking cpu and mem on node n its share of the reservations. */
+static void plan_shrinks(struct fg__sched_adapter *a, struct sa_node *n, int slot, int64_t cpu, int64_t mem,
+                         struct bind_op *op)
 {
     const struct fg_sched_node *sn = &a->cluster.nodes[n->id];
     int64_t res_cpu = 0, res_mem = 0;
@@ -215,13 +218,16 @@ static void plan_shrinks(struct fg__sched_adapter *a, struct sa_node *n, int slo
     }
     int64_t need_cpu = res_cpu - sn->free_cpu, need_mem = res_mem - sn->free_mem;
     struct sa_pod *first = slot >= 0 ? n->bins[slot].cap : NULL;
-    for (size_t i = 0; (need_cpu > 0 || need_mem > 0) && i <= n->n_pods && op->n_shrinks < MAX_SHRINKS; i++) {
+    for (size_t i = 0; i <= n->n_pods && op->n_shrinks < MAX_SHRINKS; i++) {
         struct sa_pod *q = i == 0 ? first : n->pods[i - 1];
         if (!q || q->info.role != FG_SA_CAPACITY || (i > 0 && q == first))
             continue;
+        int64_t want_cpu = i == 0 && cpu > need_cpu ? cpu : need_cpu, want_mem = i == 0 && mem > need_mem ? mem : need_mem;
+        if (want_cpu <= 0 && want_mem <= 0)
+            break;
         int64_t avail_cpu = q->info.reserved_cpu - q->shrinking_cpu, avail_mem = q->info.reserved_mem_mib - q->shrinking_mem;
-        int64_t take_cpu = need_cpu > 0 ? (need_cpu < avail_cpu ? need_cpu : avail_cpu) : 0;
-        int64_t take_mem = need_mem > 0 ? (need_mem < avail_mem ? need_mem : avail_mem) : 0;
+        int64_t take_cpu = want_cpu > 0 ? (want_cpu < avail_cpu ? want_cpu : avail_cpu) : 0;
+        int64_t take_mem = want_mem > 0 ? (want_mem < avail_mem ? want_mem : avail_mem) : 0;
         if (take_cpu <= 0 && take_mem <= 0)
             continue;
         q->shrinking_cpu += take_cpu;
@@ -299,7 +305,7 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
     *op = (struct bind_op){ .a = a, .key = fg_strdup(p->key), .uid = fg_strdup(p->uid), .ns = fg_strdup(p->ns),
                             .name = fg_strdup(p->name) };
     op->body = binding_body(p, n->name, cap, p->assumed_slot, grant);
-    plan_shrinks(a, n, p->assumed_slot, op);
+    plan_shrinks(a, n, p->assumed_slot, p->want.pod.cpu_milli, p->want.pod.mem_mib, op);
     p->binding = true;
     op->pending = op->n_shrinks;
     if (!op->n_shrinks) {

@@ -14,7 +14,8 @@
  * Giving back, on the adapter's tick: a capacity pod with no tenant on its GPU and no pod waiting
  * for its signature for the idle grace period is deleted, with its UID as a
  * precondition. A bound tenant whose capacity pod is gone, not live, or now holds another GPU is
- * evicted at once (Eviction API; deleted if a budget refuses: the GPU under it is not held any more).
+ * evicted at once, with a grace period of STRANDED_GRACE_S (Eviction API; deleted if a budget
+ * refuses: the GPU under it is not held any more).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 #include "scheduler/policies/policy.h"
 
 #define MPS_ROOT "/run/fracgpu/mps"
+/* A tenant whose GPU is no longer held stops now: its grace period is cut to this. */
+#define STRANDED_GRACE_S 1
 
 static int by_signature(const void *x, const void *y)
 {
@@ -301,6 +304,7 @@ struct pod_call {
     struct fg__sched_adapter *a;
     char *key, *uid, *ns, *name;
     bool evicting;
+    int grace_s;                /* the deletion's grace period, -1: the pod's own */
 };
 
 static void pod_call_free(struct pod_call *pc)
@@ -337,8 +341,11 @@ static void pod_call_done(void *ud, enum fg_err err, const struct fg_buf *body, 
 static void send_delete(struct pod_call *pc)
 {
     char *path = fg_kube_path(&fg_kube_pods, pc->ns, pc->name, NULL, NULL);
-    char *body = fg_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",\"preconditions\":{\"uid\":\"%s\"}}",
-                             pc->uid);
+    char grace[48] = "";
+    if (pc->grace_s >= 0)
+        snprintf(grace, sizeof(grace), "\"gracePeriodSeconds\":%d,", pc->grace_s);
+    char *body = fg_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",%s\"preconditions\":{\"uid\":\"%s\"}}",
+                             grace, pc->uid);
     fg_kube_loop_request(pc->a->loop, "DELETE", path, "application/json", body, strlen(body), pod_call_done, pc);
     free(body);
     free(path);
@@ -347,7 +354,8 @@ static void send_delete(struct pod_call *pc)
 static void remove_pod(struct fg__sched_adapter *a, struct sa_pod *p, bool evict)
 {
     struct pod_call *pc = fg_calloc(1, sizeof(*pc));
-    *pc = (struct pod_call){ a, fg_strdup(p->key), fg_strdup(p->uid), fg_strdup(p->ns), fg_strdup(p->name), evict };
+    *pc = (struct pod_call){ a, fg_strdup(p->key), fg_strdup(p->uid), fg_strdup(p->ns), fg_strdup(p->name), evict,
+                             evict ? STRANDED_GRACE_S : -1 };
     p->deleting_sent = true;
     if (p->info.role == FG_SA_CAPACITY && p->on)
         p->on->dirty = true;   /* its GPU takes no new tenant from now on */
@@ -357,8 +365,8 @@ static void remove_pod(struct fg__sched_adapter *a, struct sa_pod *p, bool evict
     }
     char *path = fg_kube_path(&fg_kube_pods, p->ns, p->name, "eviction", NULL);
     char *body = fg_asprintf("{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"%s\","
-                             "\"namespace\":\"%s\"},\"deleteOptions\":{\"preconditions\":{\"uid\":\"%s\"}}}",
-                             p->name, p->ns, p->uid);
+                             "\"namespace\":\"%s\"},\"deleteOptions\":{\"gracePeriodSeconds\":%d,\"preconditions\":{\"uid\":\"%s\"}}}",
+                             p->name, p->ns, STRANDED_GRACE_S, p->uid);
     fg_kube_loop_request(a->loop, "POST", path, "application/json", body, strlen(body), pod_call_done, pc);
     free(body);
     free(path);

@@ -350,7 +350,7 @@ static void test_scale_up(void **state)
     (void)state;
     struct fg_buf out;
     fg_buf_init(&out, 0);
-    OK(&out, SHARED_APP("wide", "1", "", "\"6\""), "apply", "-f", "-");
+    OK(&out, SHARED_APP("wide", "1", "", "\"7\""), "apply", "-f", "-");
     if (!eventually(waiting_for_capacity, NULL, 30))
         show_and_fail("the wide pod never waited WaitingForCapacity");
     struct want_running w = { "wide", 1 };
@@ -363,7 +363,7 @@ static void test_scale_up(void **state)
     const char *node = fg_json_get_str(v.pods[0], "spec", "nodeName", NULL);
     const char *cap = ann(v.pods[0], FG_ANN_CAPACITY_POD);
     assert_non_null(cap);
-    /* its capacity pod reserved the 6 CPUs, then gave them to it: shrunk back to the holder's own */
+    /* its capacity pod reserved the 7 CPUs, then gave them to it: shrunk back to the holder's own */
     OK(&out, NULL, "get", "pod", cap, "-n", SYSTEM_NS, "-o",
        "jsonpath={.spec.nodeName} {.spec.containers[0].resources.requests.cpu}");
     char want[256];
