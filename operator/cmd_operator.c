@@ -45,6 +45,7 @@ enum {
     OPT_CAPACITY_IMAGE,
     OPT_CAPACITY_IDLE_GRACE,
     OPT_POD_GROUP_TIMEOUT,
+    OPT_PREEMPTION_DELAY,
 };
 
 #define MAX_KINDS 32
@@ -77,7 +78,9 @@ static void usage(FILE *out)
                  "  --placement-policy NAME the scheduler's placement policy (default fracgpu; see fracgpu replay)\n"
                  "  --capacity-image IMAGE  the image capacity pods run (default: this operator's own image)\n"
                  "  --capacity-idle-grace D how long a capacity pod without tenants is kept (default 5m)\n"
-                 "  --pod-group-timeout D   how long a pod group's placed members wait for the rest (default 60s)\n");
+                 "  --pod-group-timeout D   how long a pod group's placed members wait for the rest (default 60s)\n"
+                 "  --preemption-delay D    how long a pod waits for new capacity before it evicts pods of lower\n"
+                 "                          priority from a GPU (default 30s)\n");
 }
 
 struct args {
@@ -156,12 +159,15 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
         a->sched.image = arg;
         return FG_OK;
     case OPT_CAPACITY_IDLE_GRACE:
-    case OPT_POD_GROUP_TIMEOUT: {
+    case OPT_POD_GROUP_TIMEOUT:
+    case OPT_PREEMPTION_DELAY: {
+        static const char *const names[] = { "--capacity-idle-grace", "--pod-group-timeout", "--preemption-delay" };
+        uint64_t *const to[] = { &a->sched.idle_grace_ms, &a->sched.group_timeout_ms, &a->sched.preemption_delay_ms };
+        int i = c - OPT_CAPACITY_IDLE_GRACE;
         int64_t ms;
-        enum fg_err err = duration(c == OPT_POD_GROUP_TIMEOUT ? "--pod-group-timeout" : "--capacity-idle-grace", arg, &ms,
-                                   errmsg);
+        enum fg_err err = duration(names[i], arg, &ms, errmsg);
         if (!err)
-            *(c == OPT_POD_GROUP_TIMEOUT ? &a->sched.group_timeout_ms : &a->sched.idle_grace_ms) = (uint64_t)ms;
+            *to[i] = (uint64_t)ms;
         return err;
     }
     case OPT_WORKLOAD_KIND: {
@@ -234,6 +240,7 @@ int fg_cmd_operator(int argc, char **argv)
         { "capacity-image", required_argument, NULL, OPT_CAPACITY_IMAGE },
         { "capacity-idle-grace", required_argument, NULL, OPT_CAPACITY_IDLE_GRACE },
         { "pod-group-timeout", required_argument, NULL, OPT_POD_GROUP_TIMEOUT },
+        { "preemption-delay", required_argument, NULL, OPT_PREEMPTION_DELAY },
         { NULL, 0, NULL, 0 },
     };
     const char *pod_ns = getenv("POD_NAMESPACE");

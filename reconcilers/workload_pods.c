@@ -9,11 +9,27 @@
 #include "base/mem.h"
 #include "base/timefmt.h"
 #include "operator/cache/kobj.h"
+#include "reconcilers/allocation.h"
 #include "reconcilers/eligibility.h"
 #include "reconcilers/podcontract.h"
 #include "reconcilers/workload.h"
 
 #define MAX_DEPTH 3 /* Notebook → StatefulSet → pod; CronJob → Job → pod */
+
+/* The GPUs a live pod holds, in milli: its fraction when fracgpu took it, else its whole GPUs. */
+static int64_t gpu_milli_held(json_object *pod)
+{
+    struct fg_allocation a;
+    if (fg_str_eq(fg_json_get_str(pod, "metadata", "labels", FG_LABEL_MANAGED, NULL), "true") &&
+        fg_allocation_from_pod(pod, &a, NULL) == FG_OK)
+        return a.compute_milli;
+    int64_t total = 0, milli = 0;
+    json_object *cs = fg_json_get(pod, "spec", "containers", NULL);
+    for (size_t i = 0; i < fg_json_array_len(cs); i++)
+        if (fg_container_ask(json_object_array_get_idx(cs, i), "nvidia.com/gpu", &milli, NULL) == FG_OK)
+            total += milli;
+    return total;
+}
 
 static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
 {
@@ -24,6 +40,7 @@ static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
     bool finished = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
     if (!finished && !fg_json_get(pod, "metadata", "deletionTimestamp", NULL)) {
         out->live++;
+        out->gpu_milli += gpu_milli_held(pod);
         struct fg_eligibility e;
         fg_eligibility_check(pod, NULL, &e);
         int64_t created = 0;

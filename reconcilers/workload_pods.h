@@ -6,7 +6,9 @@
  * breadth-first through the FG_OWNER_INDEX of each store. Of its live pods (not terminating, not
  * finished), a pod *missed the webhook* when it carries the template label fracgpu.io/automate:
  * "true" yet still asks for a whole nvidia.com/gpu although fracgpu would take it: it was created
- * while no operator replica answered (failurePolicy Ignore never blocks a pod).
+ * while no operator replica answered (failurePolicy Ignore never blocks a pod). What the live pods
+ * hold in GPUs is summed too: a pod fracgpu took its compute fraction (fracgpu.io/compute-milli), any
+ * other the nvidia.com/gpu its containers ask for.
  */
 #ifndef FG_RECONCILERS_WORKLOAD_PODS_H
 #define FG_RECONCILERS_WORKLOAD_PODS_H
@@ -21,6 +23,7 @@
 struct fg_workload_pods {
     size_t live;
     size_t missed;
+    int64_t gpu_milli;          /* what its live pods hold: a mutated pod its fraction, any other its whole GPUs */
     int64_t newest_missed_ms;   /* creation time of the newest pod that missed the webhook */
 };
 

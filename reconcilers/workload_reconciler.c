@@ -173,7 +173,7 @@ static enum fg_err write_status(struct workload_reconciler *r, const struct fg_w
     fg_terms_resolve(policy, policy_obj, gw, &terms, NULL);
     struct fg_workload_view v = { .workload = workload, .kind = kind, .gpuworkload = gw, .terms = &terms,
                                   .last_action = action, .last_action_reason = why, .pods = pods->live,
-                                  .unmutated_pods = pods->missed };
+                                  .unmutated_pods = pods->missed, .gpu_milli = pods->gpu_milli };
     char now[FG_TIME_MAX];
     fg_time_format(fg_clock_wall_ms(), now);
     json_object *st = fg_workload_status_build(&v, now);
@@ -459,7 +459,8 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
     static const char *const workload_fields[] = { "metadata.labels", "metadata.annotations",
                                                    "metadata.ownerReferences", "spec", NULL };
     static const char *const pod_fields[] = { "metadata.labels", "metadata.ownerReferences", "metadata.deletionTimestamp",
-                                              "metadata.creationTimestamp", "spec", "status.phase", NULL };
+                                              "metadata.creationTimestamp", "metadata.annotations", "spec", "status.phase",
+                                              NULL };
     static const char *const owners_only[] = { "metadata.ownerReferences", NULL };
     struct fg_informer *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies, *pods, *replicasets;
     enum fg_err err = FG_OK;

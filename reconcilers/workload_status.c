@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -11,7 +12,8 @@
 #include "reconcilers/conditions.h"
 #include "reconcilers/eligibility.h"
 
-static void original_request(json_object *tmpl, char *out, size_t size)
+/* The whole GPUs the pod template asks for, in milli. */
+static int64_t original_request(json_object *tmpl)
 {
     json_object *cs = fg_json_get(tmpl, "spec", "containers", NULL);
     int64_t total = 0;
@@ -20,9 +22,20 @@ static void original_request(json_object *tmpl, char *out, size_t size)
         if (fg_container_ask(json_object_array_get_idx(cs, i), "nvidia.com/gpu", &milli, NULL) == FG_OK)
             total += milli;
     }
-    char q[FG_QUANTITY_MAX];
-    fg_quantity_format(total, q);
-    snprintf(out, size, "%s nvidia.com/gpu", q);
+    return total;
+}
+
+/* GPUs in milli as a decimal number of GPUs: 2700 → "2.7", 9000 → "9". */
+static void set_gpus(json_object *st, const char *key, int64_t milli)
+{
+    char text[32];
+    int n = snprintf(text, sizeof(text), "%s%lld.%03lld", milli < 0 ? "-" : "", (long long)(llabs(milli) / 1000),
+                     (long long)(llabs(milli) % 1000));
+    while (n > 0 && text[n - 1] == '0')
+        text[--n] = '\0';
+    if (n > 0 && text[n - 1] == '.')
+        text[--n] = '\0';
+    fg_json_set_str(st, key, text);
 }
 
 static json_object *allocation(const struct fg_workload_view *v)
@@ -58,8 +71,14 @@ json_object *fg_workload_status_build(const struct fg_workload_view *v, const ch
     json_object_object_add(st, "unmutatedPods", json_object_new_int64((int64_t)v->unmutated_pods));
     struct fg_eligibility e;
     json_object *tmpl = fg_workload_gpu_template(v->workload, &e);
-    original_request(tmpl, text, sizeof(text));
+    int64_t per_pod = original_request(tmpl);
+    char q[FG_QUANTITY_MAX];
+    fg_quantity_format(per_pod, q);
+    snprintf(text, sizeof(text), "%s nvidia.com/gpu", q);
     fg_json_set_str(st, "originalRequest", text);
+    set_gpus(st, "gpusBefore", per_pod * (int64_t)v->pods);
+    set_gpus(st, "gpusAfter", v->gpu_milli);
+    set_gpus(st, "gpusSaved", per_pod * (int64_t)v->pods - v->gpu_milli);
     json_object_object_add(st, "allocation", allocation(v));
     json_object *elig = json_object_new_object();
     bool eligible = e.ask == FG_GPU_ELIGIBLE;

@@ -14,6 +14,8 @@
  *                     exists neither as a GPUPolicy nor as a built-in); transition times kept while a
  *                     condition holds
  *   pods, unmutatedPods   its live pods, and those that missed the webhook (workload_pods.h)
+ *   gpusBefore, gpusAfter, gpusSaved   GPUs as decimals ("9", "2.7", "6.3"): what its live pods would
+ *                     hold as the template asks, what they hold now, and the difference
  *   lastAction, lastActionReason   the reconciler's last write and why (kept when it did nothing)
  * Recomputing an unchanged status yields an equal object, so the reconciler writes only changes.
  */
@@ -34,6 +36,7 @@ struct fg_workload_view {
     const struct fg_terms *terms;           /* its policy, update mode and recommendation (terms.h) */
     const char *last_action, *last_action_reason;   /* NULL: keep the current ones */
     size_t pods, unmutated_pods;            /* live pods, and those that missed the webhook */
+    int64_t gpu_milli;                      /* what the live pods hold (workload_pods.h) */
 };
 
 /* A new status object; `now` is RFC 3339. */

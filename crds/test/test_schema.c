@@ -186,7 +186,7 @@ static void test_crd_frames(void **state)
     const struct names policy = { FG_GROUP, FG_CRD_VERSION, FG_GPUPOLICY_PLURAL, FG_GPUPOLICY_KIND };
     check_crd_frame("gpupolicies.yaml", &policy, "Cluster", "gpol", policy_cols);
     const char *const workload_cols[] = { "Target", "Policy", "Pods", "Compute", "Memory", "Recommended",
-                                          "GPUs-Saved", "Age", NULL };
+                                          "GPUs-Before", "GPUs-After", "GPUs-Saved", "Age", NULL };
     const struct names workload = { FG_GROUP, FG_CRD_VERSION, FG_GPUWORKLOAD_PLURAL, FG_GPUWORKLOAD_KIND };
     check_crd_frame("gpuworkloads.yaml", &workload, "Namespaced", "gpuw", workload_cols);
 }

@@ -65,6 +65,7 @@ static const char *const objects[] = {
     "priorityclass.scheduling.k8s.io/fracgpu-capacity",
     "priorityclass.scheduling.k8s.io/fracgpu-node-critical",
     "deployment.apps/fracgpu-operator",
+    "poddisruptionbudget.policy/fracgpu-capacity",
     "poddisruptionbudget.policy/fracgpu-operator",
     "daemonset.apps/fracgpu-node-agent",
     "mutatingwebhookconfiguration.admissionregistration.k8s.io/fracgpu",

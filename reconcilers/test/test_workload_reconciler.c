@@ -228,9 +228,28 @@ static void pods_that_missed_the_webhook_are_rolled(void **state)
     create("/api/v1/namespaces/ml/pods", body);
     static const char *const unmutated[] = { "status", "unmutatedPods", NULL };
     static const char *const pods[] = { "status", "pods", NULL };
+    static const char *const before[] = { "status", "gpusBefore", NULL }, *const held[] = { "status", "gpusAfter", NULL };
+    static const char *const saved[] = { "status", "gpusSaved", NULL };
     expect_status("ml", "deployment-missed", unmutated, "1");
     expect_status("ml", "deployment-missed", pods, "1");
     expect_status("ml", "deployment-missed", ACTION, "RolledUnmutatedPods");
+    expect_status("ml", "deployment-missed", before, "1");   /* the whole GPU it holds */
+    expect_status("ml", "deployment-missed", held, "1");
+    expect_status("ml", "deployment-missed", saved, "0");
+    /* a pod fracgpu took, holding 300 milli: two GPUs asked for, 1.3 held */
+    rs = get("/apis/apps/v1/namespaces/ml/replicasets/missed-1");
+    snprintf(body, sizeof(body),
+             "{\"metadata\":{\"name\":\"missed-1-fg\",\"labels\":{\"app\":\"missed\",\"fracgpu.io/automate\":"
+             "\"true\",\"fracgpu.io/managed\":\"true\"},\"annotations\":{\"fracgpu.io/compute-milli\":\"300\","
+             "\"fracgpu.io/memory-mib\":\"10240\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":"
+             "\"ReplicaSet\",\"name\":\"missed-1\",\"uid\":\"%s\",\"controller\":true}]},\"spec\":{\"containers\":["
+             "{\"name\":\"main\",\"image\":\"vllm\",\"resources\":{\"limits\":{\"fracgpu.io/gpu-share\":\"1\"}}}]}}",
+             fg_json_get_str(rs, "metadata", "uid", NULL));
+    json_object_put(rs);
+    create("/api/v1/namespaces/ml/pods", body);
+    expect_status("ml", "deployment-missed", before, "2");
+    expect_status("ml", "deployment-missed", held, "1.3");
+    expect_status("ml", "deployment-missed", saved, "0.7");
     static const char *const restarted[] = { "spec", "template", "metadata", "annotations", "fracgpu.io/restarted-at",
                                              NULL };
     json_object *after = NULL;

@@ -148,6 +148,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
         return;
     sa_capacity_tick(a);
     sa_bind_resume(a);
+    sa_preempt_tick(a);
     sa_pass(a);
 }
 
@@ -255,6 +256,8 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
                                             "Tenants evicted because their capacity pod stopped holding the GPU.", NULL);
     a->resizes = fg_metrics_counter(m, "fracgpu_capacity_resizes_total",
                                     "Capacity pods shrunk to give their reservation to a tenant.", NULL);
+    a->preemptions = fg_metrics_counter(m, "fracgpu_scheduler_preemption_victims_total",
+                                        "Pods evicted to make room for a pod of higher priority.", NULL);
     static const double bounds[] = { 0.0001, 0.001, 0.01, 0.1, 1 };
     a->cycle_seconds = fg_metrics_histogram(m, "fracgpu_scheduler_pass_seconds", "Time of one scheduling pass.", NULL,
                                             bounds, sizeof(bounds) / sizeof(*bounds));
@@ -263,7 +266,7 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
 enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, char *errmsg)
 {
     static const char *const pod_fields[] = { "metadata.labels", "metadata.annotations", "metadata.creationTimestamp",
-                                              "metadata.deletionTimestamp", "spec", "status.phase",
+                                              "metadata.deletionTimestamp", "spec", "status.phase", "status.containerStatuses",
                                               "status.conditions", NULL };
     static const char *const node_fields[] = { "metadata.labels", "spec.taints", "spec.unschedulable",
                                                "status.allocatable", NULL };

@@ -32,6 +32,10 @@
  * after the idle grace period, and never while it has one; a tenant whose capacity pod is gone,
  * failed or being deleted is evicted at once.
  *
+ * Preemption (preempt.c). A pod that waited for capacity past the preemption delay evicts tenants
+ * of lower priority from one GPU (Eviction API, a dry run first so that PodDisruptionBudgets are
+ * honoured for all or none), and the room is nominated to it until they are gone.
+ *
  * Restart. Nothing lives only in memory: placements are the pods' annotations, GPUs are the capacity
  * pods, and reservations are the capacity pods' requests.
  */
@@ -51,11 +55,13 @@ struct fg_sa_opts {
     const char *priority_class;     /* default fracgpu-capacity */
     uint64_t idle_grace_ms;         /* how long a capacity pod stays without tenants (default 5 min) */
     uint64_t group_timeout_ms;      /* how long a pod group's reserved members wait for the rest (default 60 s) */
+    uint64_t preemption_delay_ms;   /* how long a pod waits for new capacity before it preempts (default 30 s) */
 };
 
 #define FG_SA_OPTS_DEFAULT                                                                                   \
     { .ns = "fracgpu-system", .policy = "fracgpu", .owner = "fracgpu-operator",                             \
-      .priority_class = "fracgpu-capacity", .idle_grace_ms = 5 * 60 * 1000, .group_timeout_ms = 60 * 1000 }
+      .priority_class = "fracgpu-capacity", .idle_grace_ms = 5 * 60 * 1000, .group_timeout_ms = 60 * 1000,      \
+      .preemption_delay_ms = 30 * 1000 }
 
 /* Registers the scheduler with m: its informers (pods, nodes, the grant key's Secret), its handlers
  * and a leader-only runnable. */

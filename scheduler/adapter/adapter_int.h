@@ -37,6 +37,7 @@
 
 struct sa_node;
 struct bind_op;
+struct sa_preemption;
 
 /* One pod of the cluster. */
 struct sa_pod {
@@ -66,9 +67,14 @@ struct sa_pod {
     uint64_t failed_epoch;      /* the cluster epoch of its last failure (0: never failed) */
     uint64_t group_since_ns;    /* when it started waiting in Permit */
     const char *last_reason;    /* static: the PodScheduled=False reason written last */
+    uint64_t capacity_since_ns; /* when it first waited for capacity (0: never) */
+    struct sa_preemption *preempt;   /* its victims while room is made for it (preempt.c) */
+    uint64_t spared_until_ns;   /* a budget refused its eviction: not asked again until then */
     /* capacity pods */
     uint64_t idle_since_ns;     /* 0: not idle */
-    int64_t shrinking_cpu, shrinking_mem;   /* resizes in flight */
+    int64_t target_cpu, target_mem;   /* requests asked through pods/resize, when target_set */
+    bool target_set;
+    bool resize_inflight;       /* one resize at a time (resize.c) */
     bool deleting_sent;
 };
 
@@ -120,7 +126,7 @@ struct fg__sched_adapter {
     bool owner_checked;         /* the owner was looked up (found or not): capacity pods may be made */
     /* metrics */
     struct fg_counter *scheduled, *unschedulable_ctr, *bind_errors, *capacity_created, *capacity_deleted,
-        *tenants_evicted, *resizes;
+        *tenants_evicted, *resizes, *preemptions;
     struct fg_histogram *cycle_seconds;
 };
 
@@ -130,6 +136,9 @@ void sa_node_seen(struct fg__sched_adapter *a, json_object *node);
 void sa_node_gone(struct fg__sched_adapter *a, const char *name);
 /* Rebuilds every dirty node. */
 void sa_nodes_flush(struct fg__sched_adapter *a);
+/* Whether node n is leaving: cordoned, or being removed by an autoscaler (its taints). */
+enum sa_leaving { SA_STAYING, SA_CORDONED, SA_REMOVED };
+enum sa_leaving sa_node_leaving(const struct sa_node *n);
 /* The bin slot holding capacity pod cap on node n, -1 when none. */
 int sa_node_slot_of(const struct sa_node *n, const char *cap_name);
 void sa_nodes_free(struct fg__sched_adapter *a);
@@ -166,11 +175,32 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
  * too long. On capacity pod events and the tick. */
 void sa_bind_resume(struct fg__sched_adapter *a);
 void sa_bind_drop_awaiting(struct fg__sched_adapter *a);
+/* Forgets the placements whose binds wait on capacity pod cap_key's shrink, which failed (why). */
+void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, const char *why);
 /* PodScheduled=False with reason and message, written once per change of reason. */
 void sa_set_unscheduled(struct fg__sched_adapter *a, struct sa_pod *p, const char *reason, const char *message);
 
-/* ---- capacity.c: capacity pods asked for, given back, lost ---- */
+/* ---- resize.c: capacity pods' reservations shrunk ---- */
+/* What capacity pod p reserves for tenants, by its target when it has one. */
+void sa_resize_reserved(const struct sa_pod *p, int64_t *cpu, int64_t *mem);
+/* Lowers p's target requests by cpu and mem (sent by sa_resize_send). */
+void sa_resize_shrink(struct sa_pod *p, int64_t cpu, int64_t mem);
+/* Sends p's target unless one is in flight or the spec has it already. */
+void sa_resize_send(struct fg__sched_adapter *a, struct sa_pod *cap);
+/* Whether p's spec is its target and the kubelet applied it. */
+bool sa_resize_applied(const struct sa_pod *p);
+
+/* ---- preempt.c: room made by evicting pods of lower priority ---- */
+/* Nominates p, which waited too long for capacity, to a GPU that evicting lower-priority tenants
+ * makes room on, and starts the evictions; false when no GPU would do. */
+bool sa_preempt_try(struct fg__sched_adapter *a, struct sa_pod *p);
+/* Binds the nominated pods whose victims are gone; drops nominations that waited too long. */
+void sa_preempt_tick(struct fg__sched_adapter *a);
+void sa_preempt_free(struct sa_preemption *pr);
+
+/* ---- capacity.c: capacity pods asked for ---- */
 void sa_capacity_plan(struct fg__sched_adapter *a);
+/* giveback.c: idle capacity pods deleted, leaving nodes emptied, stranded tenants evicted. */
 void sa_capacity_tick(struct fg__sched_adapter *a);
 
 #endif

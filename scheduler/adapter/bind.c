@@ -8,7 +8,8 @@
  * more when the node needs more, then others by what the node still lacks. The Binding is sent once
  * every resize was accepted and the kubelet reports it applied (the capacity pod's
  * status.containerStatuses[].resources, Kubernetes 1.33), so the kubelet admitting the tenant counts
- * the shrunk reservation; a resize not applied within 15 s forgets the placement. The Binding
+ * the shrunk reservation (resize.c sends them, one at a time per capacity pod); a shrink not applied
+ * within 15 s, or a capacity pod gone meanwhile, forgets the placement. The Binding
  * (pods/binding, the pod's UID as precondition) carries the GPU's UUID, its index on the node, the
  * capacity pod and the grant signed with the current key. Any failure
  * forgets the placement and the pod backs off; a pod already bound (409) is the watch's to confirm.
@@ -34,27 +35,19 @@
 #define MAX_SHRINKS 8
 #define APPLY_TIMEOUT_NS (15ull * FG_NS_PER_S)
 
-struct shrink {
-    char *cap_key;
-    int64_t cpu, mem;
-};
-
 struct bind_op {
     struct fg__sched_adapter *a;
     char *key, *uid, *ns, *name;
     char *body;                 /* the Binding */
-    int pending;                /* resizes not answered yet */
-    bool failed;
-    char why[FG_ERRMSG_MAX];
-    struct shrink shrinks[MAX_SHRINKS];
-    int n_shrinks;
-    uint64_t since_ns;          /* when the resizes were accepted */
+    char *caps[MAX_SHRINKS];    /* keys of the capacity pods it waits to see shrunk */
+    int n_caps;
+    uint64_t since_ns;          /* when the shrinks were asked for */
 };
 
 static void op_free(struct bind_op *op)
 {
-    for (int i = 0; i < op->n_shrinks; i++)
-        free(op->shrinks[i].cap_key);
+    for (int i = 0; i < op->n_caps; i++)
+        free(op->caps[i]);
     free(op->key);
     free(op->uid);
     free(op->ns);
@@ -101,65 +94,17 @@ static void send_binding(struct bind_op *op)
     free(path);
 }
 
-struct resize_call {
-    struct bind_op *op;
-    int i;
-};
-
-static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
+/* Whether the kubelet applied every shrink op waits for; *gone when one of its capacity pods went. */
+static bool applied(struct fg__sched_adapter *a, struct bind_op *op, bool *gone)
 {
-    struct resize_call *rc = ud;
-    struct bind_op *op = rc->op;
-    struct fg__sched_adapter *a = op->a;
-    struct shrink *s = &op->shrinks[rc->i];
-    free(rc);
-    struct sa_pod *cap = a->running ? sa_pod_get(a, s->cap_key) : NULL;
-    if (cap) {
-        cap->shrinking_cpu -= s->cpu;
-        cap->shrinking_mem -= s->mem;
-    }
-    if (err) {
-        op->failed = true;
-        status_text(op->why, sizeof(op->why), err, st);
-    } else if (cap && body && a->running) {
-        json_object *pod = NULL;
-        char why[FG_ERRMSG_MAX];
-        if (fg_json_parse(body->data, body->len, 0, &pod, why) == FG_OK) {
-            sa_pod_seen(a, pod);   /* the shrunk requests, before the watch brings them */
-            json_object_put(pod);
+    *gone = false;
+    for (int i = 0; i < op->n_caps; i++) {
+        const struct sa_pod *cap = sa_pod_get(a, op->caps[i]);
+        if (!cap || cap->deleting_sent || cap->info.deleting) {
+            *gone = true;
+            return false;
         }
-        fg_counter_add(a->resizes, 1);
-    }
-    if (--op->pending > 0)
-        return;
-    struct sa_pod *p = op_pod(op);
-    if (!p) {
-        op_free(op);
-        return;
-    }
-    if (op->failed) {
-        char why[FG_ERRMSG_MAX + 64];
-        snprintf(why, sizeof(why), "the capacity pod's reservation could not be shrunk: %s", op->why);
-        p->binding = false;
-        sa_pod_forget(a, p, why);
-        op_free(op);
-        return;
-    }
-    op->since_ns = fg_clock_mono_ns();
-    if (a->n_awaiting == a->cap_awaiting) {
-        a->cap_awaiting = a->cap_awaiting ? 2 * a->cap_awaiting : 8;
-        a->awaiting = fg_realloc(a->awaiting, a->cap_awaiting * sizeof(*a->awaiting));
-    }
-    a->awaiting[a->n_awaiting++] = op;
-    sa_bind_resume(a);
-}
-
-/* Whether the kubelet applied every shrink of op. */
-static bool applied(struct fg__sched_adapter *a, struct bind_op *op)
-{
-    for (int i = 0; i < op->n_shrinks; i++) {
-        struct sa_pod *cap = sa_pod_get(a, op->shrinks[i].cap_key);
-        if (cap && !cap->info.resized)
+        if (!sa_resize_applied(cap))
             return false;
     }
     return true;
@@ -172,17 +117,43 @@ void sa_bind_resume(struct fg__sched_adapter *a)
     for (size_t i = 0; i < a->n_awaiting; i++) {
         struct bind_op *op = a->awaiting[i];
         struct sa_pod *p = op_pod(op);
-        if (p && applied(a, op)) {
+        bool gone = false;
+        if (p && applied(a, op, &gone)) {
             send_binding(op);
-        } else if (!p || now - op->since_ns >= APPLY_TIMEOUT_NS) {
+        } else if (!p || gone || now - op->since_ns >= APPLY_TIMEOUT_NS) {
             if (p) {
                 p->binding = false;
-                sa_pod_forget(a, p, "the kubelet did not apply the capacity pod's shrink in time");
+                sa_pod_forget(a, p, gone ? "a capacity pod it needed shrunk went away"
+                                         : "the kubelet did not apply the capacity pod's shrink in time");
             }
             op_free(op);
         } else {
             a->awaiting[k++] = op;
         }
+    }
+    a->n_awaiting = k;
+}
+
+void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, const char *why)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_awaiting; i++) {
+        struct bind_op *op = a->awaiting[i];
+        bool listed = false;
+        for (int j = 0; j < op->n_caps && !listed; j++)
+            listed = !strcmp(op->caps[j], cap_key);
+        if (!listed) {
+            a->awaiting[k++] = op;
+            continue;
+        }
+        struct sa_pod *p = op_pod(op);
+        if (p) {
+            char text[FG_ERRMSG_MAX + 64];
+            snprintf(text, sizeof(text), "the capacity pod's reservation could not be shrunk: %s", why);
+            p->binding = false;
+            sa_pod_forget(a, p, text);
+        }
+        op_free(op);
     }
     a->n_awaiting = k;
 }
@@ -196,14 +167,8 @@ void sa_bind_drop_awaiting(struct fg__sched_adapter *a)
     a->n_awaiting = a->cap_awaiting = 0;
 }
 
-static const char *container_name(json_object *pod)
-{
-    const char *name = fg_json_get_str(fg_json_at(fg_json_get(pod, "spec", "containers", NULL), 0),
-                                       "name", NULL);
-    return name ? name : "holder";
-}
-
-/* Plans the resizes that hand a pod asking cpu and mem on node n its share of the reservations. */
+/* Plans the shrinks that hand a pod asking cpu and mem on node n its share of the reservations:
+ * lowers the capacity pods' targets (resize.c) and lists them in op. */
 static void plan_shrinks(struct fg__sched_adapter *a, struct sa_node *n, int slot, int64_t cpu, int64_t mem,
                          struct bind_op *op)
 {
@@ -211,48 +176,33 @@ static void plan_shrinks(struct fg__sched_adapter *a, struct sa_node *n, int slo
     int64_t res_cpu = 0, res_mem = 0;
     for (size_t i = 0; i < n->n_pods; i++) {
         struct sa_pod *q = n->pods[i];
+        int64_t c, m;
         if (q->info.role == FG_SA_CAPACITY) {
-            res_cpu += q->info.reserved_cpu - q->shrinking_cpu;
-            res_mem += q->info.reserved_mem_mib - q->shrinking_mem;
+            sa_resize_reserved(q, &c, &m);
+            res_cpu += c;
+            res_mem += m;
         }
     }
     int64_t need_cpu = res_cpu - sn->free_cpu, need_mem = res_mem - sn->free_mem;
     struct sa_pod *first = slot >= 0 ? n->bins[slot].cap : NULL;
-    for (size_t i = 0; i <= n->n_pods && op->n_shrinks < MAX_SHRINKS; i++) {
+    for (size_t i = 0; i <= n->n_pods && op->n_caps < MAX_SHRINKS; i++) {
         struct sa_pod *q = i == 0 ? first : n->pods[i - 1];
         if (!q || q->info.role != FG_SA_CAPACITY || (i > 0 && q == first))
             continue;
         int64_t want_cpu = i == 0 && cpu > need_cpu ? cpu : need_cpu, want_mem = i == 0 && mem > need_mem ? mem : need_mem;
         if (want_cpu <= 0 && want_mem <= 0)
             break;
-        int64_t avail_cpu = q->info.reserved_cpu - q->shrinking_cpu, avail_mem = q->info.reserved_mem_mib - q->shrinking_mem;
+        int64_t avail_cpu, avail_mem;
+        sa_resize_reserved(q, &avail_cpu, &avail_mem);
         int64_t take_cpu = want_cpu > 0 ? (want_cpu < avail_cpu ? want_cpu : avail_cpu) : 0;
         int64_t take_mem = want_mem > 0 ? (want_mem < avail_mem ? want_mem : avail_mem) : 0;
         if (take_cpu <= 0 && take_mem <= 0)
             continue;
-        q->shrinking_cpu += take_cpu;
-        q->shrinking_mem += take_mem;
+        sa_resize_shrink(q, take_cpu, take_mem);
         need_cpu -= take_cpu;
         need_mem -= take_mem;
-        op->shrinks[op->n_shrinks++] = (struct shrink){ fg_strdup(q->key), take_cpu, take_mem };
+        op->caps[op->n_caps++] = fg_strdup(q->key);
     }
-}
-
-static void send_resize(struct bind_op *op, int i)
-{
-    struct fg__sched_adapter *a = op->a;
-    struct sa_pod *cap = sa_pod_get(a, op->shrinks[i].cap_key);
-    int64_t cpu = cap->info.cpu_milli - cap->shrinking_cpu, mem = cap->info.mem_mib - cap->shrinking_mem;
-    char *body = fg_asprintf("{\"spec\":{\"containers\":[{\"name\":\"%s\",\"resources\":{\"requests\":"
-                             "{\"cpu\":\"%lldm\",\"memory\":\"%lldMi\"}}}]}}",
-                             container_name(cap->json), (long long)cpu, (long long)mem);
-    char *path = fg_kube_path(&fg_kube_pods, cap->ns, cap->name, "resize", NULL);
-    struct resize_call *rc = fg_calloc(1, sizeof(*rc));
-    *rc = (struct resize_call){ op, i };
-    fg_kube_loop_request(a->loop, "PATCH", path, "application/strategic-merge-patch+json", body, strlen(body), resized,
-                         rc);
-    free(path);
-    free(body);
 }
 
 static char *binding_body(struct sa_pod *p, const char *node, struct sa_pod *cap, int slot, const char *grant)
@@ -307,13 +257,18 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
     op->body = binding_body(p, n->name, cap, p->assumed_slot, grant);
     plan_shrinks(a, n, p->assumed_slot, p->want.pod.cpu_milli, p->want.pod.mem_mib, op);
     p->binding = true;
-    op->pending = op->n_shrinks;
-    if (!op->n_shrinks) {
+    if (!op->n_caps) {
         send_binding(op);
         return FG_SCHED_SUCCESS;
     }
-    for (int i = 0; i < op->n_shrinks; i++)
-        send_resize(op, i);
+    op->since_ns = fg_clock_mono_ns();
+    if (a->n_awaiting == a->cap_awaiting) {
+        a->cap_awaiting = a->cap_awaiting ? 2 * a->cap_awaiting : 8;
+        a->awaiting = fg_realloc(a->awaiting, a->cap_awaiting * sizeof(*a->awaiting));
+    }
+    a->awaiting[a->n_awaiting++] = op;
+    for (int i = 0; i < op->n_caps; i++)
+        sa_resize_send(a, sa_pod_get(a, op->caps[i]));
     return FG_SCHED_SUCCESS;
 }
 

@@ -1,6 +1,6 @@
 /*
- * capacity — GPUs asked for when nothing fits, given back when idle, and tenants evicted when the
- * GPU under them is no longer held (the framework's PostFilter hands this file the pods).
+ * capacity — GPUs asked for when nothing fits (the framework's PostFilter hands this file the pods;
+ * giveback.c lets them go).
  *
  * Asking. After a pass, the GPU pods no node could take are grouped by node-level signature
  * (podinfo.h). Each group is packed by the same core — the same filters and placement policy, on a
@@ -9,13 +9,8 @@
  * by the watch) count first, and a capacity pod is created for each GPU still missing. Names are
  * fracgpu-capacity-<signature>-<n> with the lowest n not in use, so a create retried before the
  * watch showed the first finds it there (409) instead of making two. A pod that would not fit even
- * an empty GPU is reported Unschedulable; the others wait with WaitingForCapacity.
- *
- * Giving back, on the adapter's tick: a capacity pod with no tenant on its GPU and no pod waiting
- * for its signature for the idle grace period is deleted, with its UID as a
- * precondition. A bound tenant whose capacity pod is gone, not live, or now holds another GPU is
- * evicted at once, with a grace period of STRANDED_GRACE_S (Eviction API; deleted if a budget
- * refuses: the GPU under it is not held any more).
+ * an empty GPU is reported Unschedulable; the others wait with WaitingForCapacity, and those that
+ * wait past the preemption delay may make room by preemption instead (preempt.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +28,6 @@
 #include "scheduler/policies/policy.h"
 
 #define MPS_ROOT "/run/fracgpu/mps"
-/* A tenant whose GPU is no longer held stops now: its grace period is cut to this. */
-#define STRANDED_GRACE_S 1
 
 static int by_signature(const void *x, const void *y)
 {
@@ -73,6 +66,7 @@ static void name_for(struct fg__sched_adapter *a, const char *sig, char *out, si
 struct create_call {
     struct fg__sched_adapter *a;
     char *name;
+    uint64_t asked_ns;
 };
 
 static void created(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
@@ -92,6 +86,8 @@ static void created(void *ud, enum fg_err err, const struct fg_buf *body, const 
                cc->name, fg_err_str(err), st && st->message ? ": " : "", st && st->message ? st->message : "");
     } else if (!err) {
         fg_counter_add(a->capacity_created, 1);
+        fg_log(FG_LOG_INFO, SA_COMPONENT, "capacity pod %s/%s created in %llu ms", a->o.ns, cc->name,
+               (unsigned long long)((fg_clock_mono_ns() - cc->asked_ns) / 1000000));
     }
     free(cc->name);
     free(cc);
@@ -181,7 +177,7 @@ static void create(struct fg__sched_adapter *a, struct sa_pod *first, int64_t cp
     const char *body = json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN);
     char *path = fg_kube_path(&fg_kube_pods, a->o.ns, NULL, NULL, NULL);
     struct create_call *cc = fg_calloc(1, sizeof(*cc));
-    *cc = (struct create_call){ a, fg_strdup(name) };
+    *cc = (struct create_call){ a, fg_strdup(name), fg_clock_mono_ns() };
     char *k = fg_strdup(name);
     lh_table_insert(a->creating, k, fg_strdup(first->want.sig));
     fg_kube_loop_request(a->loop, "POST", path, "application/json", body, strlen(body), created, cc);
@@ -271,6 +267,8 @@ static void plan_group(struct fg__sched_adapter *a, struct sa_pod **pods, size_t
             snprintf(msg, sizeof(msg), "no GPU has room; %d new GPU%s on the way for pods like it", bins,
                      bins == 1 ? "" : "s");
             sa_set_unscheduled(a, pods[i], "WaitingForCapacity", msg);
+            if (!pods[i]->capacity_since_ns)
+                pods[i]->capacity_since_ns = fg_clock_mono_ns();
             /* waiting for a GPU is not a failure: tried again as soon as the cluster changes */
             pods[i]->backoff_ns = 0;
             pods[i]->next_try_ns = 0;
@@ -282,10 +280,24 @@ static void plan_group(struct fg__sched_adapter *a, struct sa_pod **pods, size_t
     fg_sched_policy_free(pol);
 }
 
+/* Lets the pods that waited for capacity past the preemption delay preempt; keeps the others. */
+static void preempt_overdue(struct fg__sched_adapter *a)
+{
+    uint64_t now = fg_clock_mono_ns(), delay = a->o.preemption_delay_ms * 1000000ull;
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_unschedulable; i++) {
+        struct sa_pod *p = a->unschedulable[i];
+        if (!p->capacity_since_ns || now - p->capacity_since_ns < delay || !sa_preempt_try(a, p))
+            a->unschedulable[k++] = p;
+    }
+    a->n_unschedulable = k;
+}
+
 void sa_capacity_plan(struct fg__sched_adapter *a)
 {
     if (!a->n_unschedulable || !a->owner_checked)
         return;
+    preempt_overdue(a);
     qsort(a->unschedulable, a->n_unschedulable, sizeof(*a->unschedulable), by_signature);
     size_t i = 0;
     while (i < a->n_unschedulable) {
@@ -296,147 +308,4 @@ void sa_capacity_plan(struct fg__sched_adapter *a)
         i = j;
     }
     a->n_unschedulable = 0;
-}
-
-/* ---- the tick ---- */
-
-struct pod_call {
-    struct fg__sched_adapter *a;
-    char *key, *uid, *ns, *name;
-    bool evicting;
-    int grace_s;                /* the deletion's grace period, -1: the pod's own */
-};
-
-static void pod_call_free(struct pod_call *pc)
-{
-    free(pc->key);
-    free(pc->uid);
-    free(pc->ns);
-    free(pc->name);
-    free(pc);
-}
-
-static void send_delete(struct pod_call *pc);
-
-static void pod_call_done(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
-{
-    (void)body;
-    struct pod_call *pc = ud;
-    struct fg__sched_adapter *a = pc->a;
-    if (pc->evicting && err && st && st->http_code == 429) {   /* a budget refuses: the GPU is gone all the same */
-        pc->evicting = false;
-        send_delete(pc);
-        return;
-    }
-    struct sa_pod *p = a->running ? sa_pod_get(a, pc->key) : NULL;
-    if (err && !(st && st->http_code == 404)) {
-        fg_log(FG_LOG_WARN, SA_COMPONENT, "cannot remove pod %s: %s%s%s", pc->key, fg_err_str(err),
-               st && st->message ? ": " : "", st && st->message ? st->message : "");
-        if (p && !strcmp(p->uid, pc->uid))
-            p->deleting_sent = false;   /* tried again at a later tick */
-    }
-    pod_call_free(pc);
-}
-
-static void send_delete(struct pod_call *pc)
-{
-    char *path = fg_kube_path(&fg_kube_pods, pc->ns, pc->name, NULL, NULL);
-    char grace[48] = "";
-    if (pc->grace_s >= 0)
-        snprintf(grace, sizeof(grace), "\"gracePeriodSeconds\":%d,", pc->grace_s);
-    char *body = fg_asprintf("{\"apiVersion\":\"v1\",\"kind\":\"DeleteOptions\",%s\"preconditions\":{\"uid\":\"%s\"}}",
-                             grace, pc->uid);
-    fg_kube_loop_request(pc->a->loop, "DELETE", path, "application/json", body, strlen(body), pod_call_done, pc);
-    free(body);
-    free(path);
-}
-
-static void remove_pod(struct fg__sched_adapter *a, struct sa_pod *p, bool evict)
-{
-    struct pod_call *pc = fg_calloc(1, sizeof(*pc));
-    *pc = (struct pod_call){ a, fg_strdup(p->key), fg_strdup(p->uid), fg_strdup(p->ns), fg_strdup(p->name), evict,
-                             evict ? STRANDED_GRACE_S : -1 };
-    p->deleting_sent = true;
-    if (p->info.role == FG_SA_CAPACITY && p->on)
-        p->on->dirty = true;   /* its GPU takes no new tenant from now on */
-    if (!evict) {
-        send_delete(pc);
-        return;
-    }
-    char *path = fg_kube_path(&fg_kube_pods, p->ns, p->name, "eviction", NULL);
-    char *body = fg_asprintf("{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"%s\","
-                             "\"namespace\":\"%s\"},\"deleteOptions\":{\"gracePeriodSeconds\":%d,\"preconditions\":{\"uid\":\"%s\"}}}",
-                             p->name, p->ns, STRANDED_GRACE_S, p->uid);
-    fg_kube_loop_request(a->loop, "POST", path, "application/json", body, strlen(body), pod_call_done, pc);
-    free(body);
-    free(path);
-}
-
-/* Whether capacity pod c has a tenant, bound or on its way. */
-static bool has_tenants(const struct sa_pod *c)
-{
-    if (!c->on)
-        return false;
-    int slot = sa_node_slot_of(c->on, c->name);
-    for (size_t i = 0; i < c->on->n_pods; i++) {
-        const struct sa_pod *t = c->on->pods[i];
-        if ((slot >= 0 && t->charged_slot == slot) ||
-            (t->info.role == FG_SA_FRACGPU && fg_str_eq(t->info.cap_name, c->name) && !t->info.terminal))
-            return true;
-    }
-    return false;
-}
-
-/* Whether some pod waits for a GPU of signature sig. */
-static bool awaited(struct fg__sched_adapter *a, const char *sig)
-{
-    struct lh_entry *e;
-    lh_foreach(a->pods, e) {
-        const struct sa_pod *p = (const struct sa_pod *)lh_entry_v(e);
-        if (p->waiting && p->want_ok && p->want.pod.n_gpus && !strcmp(p->want.sig, sig))
-            return true;
-    }
-    return false;
-}
-
-static void tenant_check(struct fg__sched_adapter *a, struct sa_pod *t)
-{
-    char key[320];
-    snprintf(key, sizeof(key), "%s/%s", a->o.ns, t->info.cap_name);
-    const struct sa_pod *c = sa_pod_get(a, key);
-    if (c && c->info.cap_live && fg_str_eq(c->info.node, t->info.node) && fg_str_eq(c->info.gpu_uuid, t->info.gpu_uuid))
-        return;
-    fg_log(FG_LOG_WARN, SA_COMPONENT, "pod %s evicted: its capacity pod %s %s", t->key, key,
-           !c ? "is gone" : !c->info.cap_live ? "no longer holds its GPU" : "holds another GPU");
-    fg_counter_add(a->tenants_evicted, 1);
-    remove_pod(a, t, true);
-}
-
-void sa_capacity_tick(struct fg__sched_adapter *a)
-{
-    uint64_t now = fg_clock_mono_ns(), grace = a->o.idle_grace_ms * 1000000ull;
-    struct lh_entry *e;
-    lh_foreach(a->pods, e) {
-        struct sa_pod *p = (struct sa_pod *)lh_entry_v(e);
-        if (p->deleting_sent || p->info.deleting || p->info.terminal)
-            continue;
-        if (p->info.role == FG_SA_FRACGPU && p->info.node && p->info.cap_name && p->info.has_gpu) {
-            tenant_check(a, p);
-            continue;
-        }
-        if (p->info.role != FG_SA_CAPACITY || !p->info.sig)
-            continue;
-        bool busy = (p->info.cap_live && has_tenants(p)) || awaited(a, p->info.sig);
-        if (busy) {
-            p->idle_since_ns = 0;
-        } else if (!p->idle_since_ns) {
-            p->idle_since_ns = now;
-        } else if (now - p->idle_since_ns >= grace) {
-            fg_log(FG_LOG_INFO, SA_COMPONENT, "capacity pod %s given back: no tenant for %llu ms", p->key,
-                   (unsigned long long)a->o.idle_grace_ms);
-            fg_counter_add(a->capacity_deleted, 1);
-            remove_pod(a, p, false);
-            a->epoch++;
-        }
-    }
 }

@@ -76,6 +76,22 @@ void sa_node_gone(struct fg__sched_adapter *a, const char *name)
     a->epoch++;
 }
 
+enum sa_leaving sa_node_leaving(const struct sa_node *n)
+{
+    /* the taints cluster-autoscaler and Karpenter (v1, and before v1) put on nodes they remove */
+    static const char *const removing[] = { "ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted",
+                                            "karpenter.sh/disruption" };
+    json_object *taints = fg_json_get(n->json, "spec", "taints", NULL);
+    for (size_t i = 0; i < fg_json_array_len(taints); i++) {
+        const char *key = fg_json_get_str(json_object_array_get_idx(taints, i), "key", NULL);
+        for (size_t j = 0; j < sizeof(removing) / sizeof(*removing); j++)
+            if (fg_str_eq(key, removing[j]))
+                return SA_REMOVED;
+    }
+    json_object *unsched = fg_json_get(n->json, "spec", "unschedulable", NULL);
+    return unsched && json_object_get_boolean(unsched) ? SA_CORDONED : SA_STAYING;
+}
+
 int sa_node_slot_of(const struct sa_node *n, const char *cap_name)
 {
     for (int s = 0; cap_name && s < n->n_gpus; s++)

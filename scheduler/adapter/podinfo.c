@@ -123,6 +123,7 @@ void fg_sa_podinfo_read(json_object *pod, const char *cap_ns, struct fg_sa_podin
     int64_t prio = 0;
     if (fg_json_get_int64(pod, &prio, "spec", "priority", NULL) && prio >= INT32_MIN && prio <= INT32_MAX)
         pi->priority = (int)prio;
+    pi->never_preempts = fg_str_eq(fg_json_get_str(pod, "spec", "preemptionPolicy", NULL), "Never");
     const char *created = fg_json_get_str(pod, "metadata", "creationTimestamp", NULL);
     if (!created || !fg_time_parse(created, &pi->created_ms))
         pi->created_ms = 0;

@@ -51,6 +51,7 @@ struct fg_sa_podinfo {
     int64_t cpu_milli, mem_mib; /* requests */
     /* FG_SA_FRACGPU */
     int priority;
+    bool never_preempts;        /* spec.preemptionPolicy Never */
     int64_t created_ms;
     bool has_gpu;               /* asks for FG_RES_GPU_SHARE */
     int milli;                  /* FG_ANN_COMPUTE_MILLI */

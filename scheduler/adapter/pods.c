@@ -29,6 +29,7 @@ struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key)
 static void pod_free(struct fg__sched_adapter *a, struct sa_pod *p)
 {
     sa_uncharge(a, p);
+    sa_preempt_free(p->preempt);
     fg_sa_want_cleanup(&p->want);
     json_object_put(p->json);
     free(p->key);
@@ -53,6 +54,8 @@ void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *wh
         return;
     fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s: placement on %s forgotten: %s", p->key, p->assumed_node, why);
     p->assumed = p->group_wait = p->binding = false;
+    sa_preempt_free(p->preempt);
+    p->preempt = NULL;
     sa_charge_sync(a, p);
     p->waiting = !p->info.node && !p->info.terminal && !p->info.deleting;
     sa_pod_backoff(a, p);
