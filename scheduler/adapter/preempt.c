@@ -189,12 +189,22 @@ static struct sa_pod *preemptor(struct evict_call *ec)
 
 static void send_evictions(struct fg__sched_adapter *a, struct sa_pod *p, bool dry_run);
 
+static void nominated(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
+{
+    (void)body;
+    char *key = ud;
+    if (err && !(st && st->http_code == 404))
+        fg_log(FG_LOG_WARN, SA_COMPONENT, "pod %s: cannot write its nominatedNodeName: %s%s%s", key, fg_err_str(err),
+               st && st->message ? ": " : "", st && st->message ? st->message : "");
+    free(key);
+}
+
 static void nominate_node(struct fg__sched_adapter *a, struct sa_pod *p)
 {
     char *body = fg_asprintf("{\"status\":{\"nominatedNodeName\":\"%s\"}}", p->assumed_node);
     char *path = fg_kube_path(&fg_kube_pods, p->ns, p->name, "status", NULL);
-    fg_kube_loop_request(a->loop, "PATCH", path, "application/strategic-merge-patch+json", body, strlen(body), NULL,
-                         NULL);
+    fg_kube_loop_request(a->loop, "PATCH", path, "application/strategic-merge-patch+json", body, strlen(body), nominated,
+                         fg_strdup(p->key));
     free(path);
     free(body);
 }

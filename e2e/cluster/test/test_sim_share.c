@@ -14,7 +14,8 @@
  *   6. a busy GPU's capacity pod deleted by hand: its tenants are evicted and their replacements
  *      placed again, on a GPU that is held;
  *   7. the operator's pods deleted: the new leader rebuilds everything from the pods, moves nothing
- *      and creates no capacity pod.
+ *      and creates no capacity pod; `kubectl get gpuworkloads` shows the llm Deployment's 9 GPUs
+ *      before and 2.7 after.
  * All along, an independent checker (e2e/checker) watches every pod and asserts after each event that
  * no GPU's tenants exceed its compute or memory and that no tenant runs without its capacity pod.
  */
@@ -35,12 +36,12 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/checker/checker.h"
+#include "e2e/cluster/test/share_fixture.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
 #include "reconcilers/podcontract.h"
 
 #define NS "team"
-#define SYSTEM_NS "fracgpu-system"
 
 static struct {
     struct fg_simcluster sim;
@@ -66,71 +67,6 @@ static struct {
     "      containers:\n        - name: main\n          image: registry.example.com/vllm:1\n"                  \
     "          resources: {requests: {cpu: " cpu ", memory: 256Mi}, limits: {nvidia.com/gpu: \"1\"}}\n"
 
-static json_object *list(const struct fg_kube_resource *res, const char *ns, const char *selector)
-{
-    struct fg_buf q;
-    fg_buf_init(&q, 0);
-    if (selector && fg_kube_query_add(&q, "labelSelector", selector) != FG_OK)
-        fail();
-    char *path = fg_kube_path(res, ns, NULL, NULL, selector ? fg_buf_str(&q) : NULL);
-    fg_buf_cleanup(&q);
-    json_object *l = NULL;
-    enum fg_err err = fg_kube_get(e.sim.client, path, &l, NULL);
-    free(path);
-    return err ? NULL : l;
-}
-
-static bool ready(json_object *p)
-{
-    json_object *conds = fg_json_get(p, "status", "conditions", NULL);
-    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
-        json_object *c = json_object_array_get_idx(conds, i);
-        if (fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready"))
-            return fg_str_eq(fg_json_get_str(c, "status", NULL), "True");
-    }
-    return false;
-}
-
-static bool live(json_object *p)
-{
-    return !fg_json_get(p, "metadata", "deletionTimestamp", NULL) &&
-           !fg_str_eq(fg_json_get_str(p, "status", "phase", NULL), "Failed") &&
-           !fg_str_eq(fg_json_get_str(p, "status", "phase", NULL), "Succeeded");
-}
-
-static const char *ann(json_object *p, const char *key)
-{
-    return fg_json_get_str(p, "metadata", "annotations", key, NULL);
-}
-
-/* The live pods of app (ns NS), and how many of them run Ready. */
-struct app_view {
-    json_object *l;
-    json_object *pods[64];
-    size_t n, running;
-};
-
-static void app_view(const char *app, struct app_view *v)
-{
-    char sel[128];
-    snprintf(sel, sizeof sel, "app=%s", app);
-    memset(v, 0, sizeof(*v));
-    v->l = list(&fg_kube_pods, NS, sel);
-    json_object *items = fg_json_get(v->l, "items", NULL);
-    for (size_t i = 0; i < fg_json_array_len(items) && v->n < 64; i++) {
-        json_object *p = json_object_array_get_idx(items, i);
-        if (!live(p))
-            continue;
-        v->pods[v->n++] = p;
-        v->running += fg_str_eq(fg_json_get_str(p, "status", "phase", NULL), "Running") && ready(p);
-    }
-}
-
-static void app_view_cleanup(struct app_view *v)
-{
-    json_object_put(v->l);
-}
-
 struct want_running {
     const char *app;
     size_t n;
@@ -139,69 +75,17 @@ struct want_running {
 static bool all_running(void *ud)
 {
     struct want_running *w = ud;
-    struct app_view v;
-    app_view(w->app, &v);
-    bool ok = v.n == w->n && v.running == w->n;
-    app_view_cleanup(&v);
-    return ok;
-}
-
-/* Capacity pods not being deleted. */
-static size_t capacity_pods(void)
-{
-    json_object *l = list(&fg_kube_pods, SYSTEM_NS, FG_LABEL_ROLE "=" FG_ROLE_CAPACITY);
-    size_t n = 0;
-    for (size_t i = 0; i < fg_json_array_len(fg_json_get(l, "items", NULL)); i++)
-        n += live(json_object_array_get_idx(fg_json_get(l, "items", NULL), i));
-    json_object_put(l);
-    return n;
-}
-
-static size_t nodes(void)
-{
-    json_object *l = list(&fg_kube_nodes, NULL, NULL);
-    size_t n = fg_json_array_len(fg_json_get(l, "items", NULL));
-    json_object_put(l);
-    return n;
+    return share_app_running(&e.sim, NS, w->app, w->n);
 }
 
 static bool nodes_are(void *ud)
 {
-    return nodes() == *(size_t *)ud;
+    return share_nodes(&e.sim) == *(size_t *)ud;
 }
 
-static bool eventually(bool (*cond)(void *), void *ud, unsigned timeout_s)
+static size_t capacity_pods(void)
 {
-    uint64_t deadline = fg_clock_mono_ns() + (uint64_t)timeout_s * FG_NS_PER_S;
-    while (!cond(ud)) {
-        if (fg_clock_mono_ns() > deadline)
-            return false;
-        nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
-    }
-    return true;
-}
-
-static void show_and_fail(const char *what)
-{
-    struct fg_buf out;
-    fg_buf_init(&out, 0);
-    fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,nodes", "-A", "-o", "wide", NULL);
-    fail_msg("%s\n%s", what, fg_buf_str(&out));
-}
-
-/* The distinct values of annotation key among v's pods (at most 16), into names; returns how many. */
-static size_t distinct(struct app_view *v, const char *key, const char *names[16])
-{
-    size_t k = 0;
-    for (size_t i = 0; i < v->n; i++) {
-        const char *s = ann(v->pods[i], key);
-        bool seen = !s;
-        for (size_t j = 0; j < k && !seen; j++)
-            seen = !strcmp(names[j], s);
-        if (!seen && k < 16)
-            names[k++] = s;
-    }
-    return k;
+    return share_capacity_pods(&e.sim, NULL);
 }
 
 /* ---- setup ---- */
@@ -259,10 +143,10 @@ static int teardown(void **state)
 static bool agents_ready(void *ud)
 {
     size_t want = *(size_t *)ud, n = 0;
-    json_object *l = list(&fg_kube_pods, SYSTEM_NS, "app.kubernetes.io/component=node-agent");
+    json_object *l = share_list(&e.sim, &fg_kube_pods, SHARE_SYSTEM_NS, "app.kubernetes.io/component=node-agent");
     for (size_t i = 0; i < fg_json_array_len(fg_json_get(l, "items", NULL)); i++) {
         json_object *p = json_object_array_get_idx(fg_json_get(l, "items", NULL), i);
-        n += live(p) && ready(p);
+        n += share_live(p) && share_ready(p);
     }
     json_object_put(l);
     return n == want;
@@ -279,8 +163,8 @@ static void test_install(void **state)
     if (fg_simcluster_operator_arg(&e.sim, "--capacity-idle-grace=3s", &out) != 0)
         fail_msg("cannot set the capacity idle grace: %s", fg_buf_str(&out));
     size_t one = 1;
-    if (!eventually(agents_ready, &one, 60))
-        show_and_fail("the node agent is not Ready on the GPU node");
+    if (!share_eventually(agents_ready, &one, 60))
+        share_show_and_fail(&e.sim, "the node agent is not Ready on the GPU node");
     OK(&out, NULL, "create", "namespace", NS);
     fg_buf_cleanup(&out);
 }
@@ -294,18 +178,18 @@ static void test_nine_on_three(void **state)
     fg_buf_init(&out, 0);
     OK(&out, SHARED_APP("llm", "9", "", "100m"), "apply", "-f", "-");
     struct want_running w = { "llm", 9 };
-    if (!eventually(all_running, &w, 120))
-        show_and_fail("the nine llm pods do not all run");
-    struct app_view v;
-    app_view("llm", &v);
+    if (!share_eventually(all_running, &w, 120))
+        share_show_and_fail(&e.sim, "the nine llm pods do not all run");
+    struct share_app v;
+    share_app(&e.sim, NS, "llm", &v);
     const char *caps[16], *nodes_used[16];
     for (size_t i = 0; i < v.n; i++) {
         assert_string_equal(fg_json_get_str(v.pods[i], "spec", "schedulerName", NULL), FG_SCHEDULER_NAME);
-        assert_string_equal(ann(v.pods[i], FG_ANN_COMPUTE_MILLI), "300");
-        assert_non_null(ann(v.pods[i], FG_ANN_GRANT));
+        assert_string_equal(share_ann(v.pods[i], FG_ANN_COMPUTE_MILLI), "300");
+        assert_non_null(share_ann(v.pods[i], FG_ANN_GRANT));
     }
-    assert_int_equal(distinct(&v, FG_ANN_CAPACITY_POD, caps), 3);
-    assert_int_equal(distinct(&v, FG_ANN_GPU_UUID, caps), 3);
+    assert_int_equal(share_distinct(&v, FG_ANN_CAPACITY_POD, caps), 3);
+    assert_int_equal(share_distinct(&v, FG_ANN_GPU_UUID, caps), 3);
     size_t k = 0;
     for (size_t i = 0; i < v.n; i++) {
         const char *node = fg_json_get_str(v.pods[i], "spec", "nodeName", NULL);
@@ -316,10 +200,10 @@ static void test_nine_on_three(void **state)
             nodes_used[k++] = node;
     }
     assert_int_equal(k, 1);   /* the fewest nodes: the one there is */
-    app_view_cleanup(&v);
+    share_app_cleanup(&v);
     assert_int_equal(capacity_pods(), 3);
-    assert_int_equal(nodes(), 1);
-    OK(&out, NULL, "get", "pods", "-n", SYSTEM_NS, "-l", FG_LABEL_ROLE "=" FG_ROLE_CAPACITY, "-o",
+    assert_int_equal(share_nodes(&e.sim), 1);
+    OK(&out, NULL, "get", "pods", "-n", SHARE_SYSTEM_NS, "-l", FG_LABEL_ROLE "=" FG_ROLE_CAPACITY, "-o",
        "jsonpath={.items[*].spec.priorityClassName}");
     assert_string_equal(fg_buf_str(&out), "fracgpu-capacity fracgpu-capacity fracgpu-capacity");
     fg_buf_cleanup(&out);
@@ -330,18 +214,12 @@ static void test_nine_on_three(void **state)
 static bool waiting_for_capacity(void *ud)
 {
     (void)ud;
-    struct app_view v;
-    app_view("wide", &v);
+    struct share_app v;
+    share_app(&e.sim, NS, "wide", &v);
     bool ok = false;
-    for (size_t i = 0; i < v.n; i++) {
-        json_object *conds = fg_json_get(v.pods[i], "status", "conditions", NULL);
-        for (size_t j = 0; j < fg_json_array_len(conds); j++) {
-            json_object *c = json_object_array_get_idx(conds, j);
-            ok = ok || (fg_str_eq(fg_json_get_str(c, "type", NULL), "PodScheduled") &&
-                        fg_str_eq(fg_json_get_str(c, "reason", NULL), "WaitingForCapacity"));
-        }
-    }
-    app_view_cleanup(&v);
+    for (size_t i = 0; i < v.n; i++)
+        ok = ok || share_sched_reason(v.pods[i], "WaitingForCapacity");
+    share_app_cleanup(&v);
     return ok;
 }
 
@@ -351,25 +229,25 @@ static void test_scale_up(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, SHARED_APP("wide", "1", "", "\"7\""), "apply", "-f", "-");
-    if (!eventually(waiting_for_capacity, NULL, 30))
-        show_and_fail("the wide pod never waited WaitingForCapacity");
+    if (!share_eventually(waiting_for_capacity, NULL, 30))
+        share_show_and_fail(&e.sim, "the wide pod never waited WaitingForCapacity");
     struct want_running w = { "wide", 1 };
-    if (!eventually(all_running, &w, 120))
-        show_and_fail("the wide pod does not run on a new node");
+    if (!share_eventually(all_running, &w, 120))
+        share_show_and_fail(&e.sim, "the wide pod does not run on a new node");
     size_t two = 2;
     assert_true(nodes_are(&two));
-    struct app_view v;
-    app_view("wide", &v);
+    struct share_app v;
+    share_app(&e.sim, NS, "wide", &v);
     const char *node = fg_json_get_str(v.pods[0], "spec", "nodeName", NULL);
-    const char *cap = ann(v.pods[0], FG_ANN_CAPACITY_POD);
+    const char *cap = share_ann(v.pods[0], FG_ANN_CAPACITY_POD);
     assert_non_null(cap);
     /* its capacity pod reserved the 7 CPUs, then gave them to it: shrunk back to the holder's own */
-    OK(&out, NULL, "get", "pod", cap, "-n", SYSTEM_NS, "-o",
+    OK(&out, NULL, "get", "pod", cap, "-n", SHARE_SYSTEM_NS, "-o",
        "jsonpath={.spec.nodeName} {.spec.containers[0].resources.requests.cpu}");
     char want[256];
     snprintf(want, sizeof want, "%s 10m", node);
     assert_string_equal(fg_buf_str(&out), want);
-    app_view_cleanup(&v);
+    share_app_cleanup(&v);
     fg_buf_cleanup(&out);
 }
 
@@ -387,10 +265,10 @@ static void test_give_back(void **state)
     fg_buf_init(&out, 0);
     OK(&out, NULL, "delete", "deployment", "wide", "-n", NS);
     size_t three = 3, one = 1;
-    if (!eventually(capacity_is, &three, 30))
-        show_and_fail("the idle capacity pod was not given back");
-    if (!eventually(nodes_are, &one, 60))
-        show_and_fail("the autoscaler did not remove the empty node");
+    if (!share_eventually(capacity_is, &three, 30))
+        share_show_and_fail(&e.sim, "the idle capacity pod was not given back");
+    if (!share_eventually(nodes_are, &one, 60))
+        share_show_and_fail(&e.sim, "the autoscaler did not remove the empty node");
     fg_buf_cleanup(&out);
 }
 
@@ -403,22 +281,22 @@ static void test_mps_dedicated(void **state)
     fg_buf_init(&out, 0);
     OK(&out, SHARED_APP("rt", "2", ", fracgpu.io/policy: real-time-mps", "100m"), "apply", "-f", "-");
     struct want_running w = { "rt", 2 };
-    if (!eventually(all_running, &w, 120))
-        show_and_fail("the real-time-mps pods do not run");
-    struct app_view v, llm;
-    app_view("rt", &v);
-    app_view("llm", &llm);
+    if (!share_eventually(all_running, &w, 120))
+        share_show_and_fail(&e.sim, "the real-time-mps pods do not run");
+    struct share_app v, llm;
+    share_app(&e.sim, NS, "rt", &v);
+    share_app(&e.sim, NS, "llm", &llm);
     const char *caps[16], *llm_caps[16];
-    size_t n = distinct(&v, FG_ANN_CAPACITY_POD, caps), m = distinct(&llm, FG_ANN_CAPACITY_POD, llm_caps);
+    size_t n = share_distinct(&v, FG_ANN_CAPACITY_POD, caps), m = share_distinct(&llm, FG_ANN_CAPACITY_POD, llm_caps);
     assert_int_equal(n, 1);
     for (size_t j = 0; j < m; j++)
         assert_string_not_equal(caps[0], llm_caps[j]);   /* no other workload on its GPU */
-    assert_string_equal(ann(v.pods[0], FG_ANN_SHARING), "mps");
-    OK(&out, NULL, "get", "pod", caps[0], "-n", SYSTEM_NS, "-o",
+    assert_string_equal(share_ann(v.pods[0], FG_ANN_SHARING), "mps");
+    OK(&out, NULL, "get", "pod", caps[0], "-n", SHARE_SYSTEM_NS, "-o",
        "jsonpath={.metadata.annotations.fracgpu\\.io/sharing}");
     assert_string_equal(fg_buf_str(&out), "mps");
-    app_view_cleanup(&v);
-    app_view_cleanup(&llm);
+    share_app_cleanup(&v);
+    share_app_cleanup(&llm);
     fg_buf_cleanup(&out);
 }
 
@@ -432,13 +310,13 @@ struct replaced {
 static bool replaced_and_running(void *ud)
 {
     struct replaced *r = ud;
-    struct app_view v;
-    app_view("llm", &v);
+    struct share_app v;
+    share_app(&e.sim, NS, "llm", &v);
     bool ok = v.n == 9 && v.running == 9;
     for (size_t i = 0; ok && i < v.n; i++)
         for (size_t j = 0; j < r->n; j++)
             ok = ok && !fg_str_eq(fg_json_get_str(v.pods[i], "metadata", "uid", NULL), r->uids[j]);
-    app_view_cleanup(&v);
+    share_app_cleanup(&v);
     return ok;
 }
 
@@ -447,30 +325,30 @@ static void test_capacity_lost(void **state)
     (void)state;
     struct fg_buf out;
     fg_buf_init(&out, 0);
-    struct app_view v;
-    app_view("llm", &v);
-    const char *cap = ann(v.pods[0], FG_ANN_CAPACITY_POD);
+    struct share_app v;
+    share_app(&e.sim, NS, "llm", &v);
+    const char *cap = share_ann(v.pods[0], FG_ANN_CAPACITY_POD);
     char victim[128];
     snprintf(victim, sizeof victim, "%s", cap);
     struct replaced r = { .n = 0 };
     for (size_t i = 0; i < v.n; i++)
-        if (fg_str_eq(ann(v.pods[i], FG_ANN_CAPACITY_POD), victim) && r.n < 3)
+        if (fg_str_eq(share_ann(v.pods[i], FG_ANN_CAPACITY_POD), victim) && r.n < 3)
             snprintf(r.uids[r.n++], sizeof r.uids[0], "%s", fg_json_get_str(v.pods[i], "metadata", "uid", NULL));
-    app_view_cleanup(&v);
+    share_app_cleanup(&v);
     assert_int_equal(r.n, 3);
-    OK(&out, NULL, "get", "pod", victim, "-n", SYSTEM_NS, "-o", "jsonpath={.metadata.uid}");
+    OK(&out, NULL, "get", "pod", victim, "-n", SHARE_SYSTEM_NS, "-o", "jsonpath={.metadata.uid}");
     char victim_uid[64];
     snprintf(victim_uid, sizeof victim_uid, "%s", fg_buf_str(&out));
-    OK(&out, NULL, "delete", "pod", victim, "-n", SYSTEM_NS, "--wait=false");
-    if (!eventually(replaced_and_running, &r, 120))
-        show_and_fail("the tenants of the deleted capacity pod were not evicted and placed again");
+    OK(&out, NULL, "delete", "pod", victim, "-n", SHARE_SYSTEM_NS, "--wait=false");
+    if (!share_eventually(replaced_and_running, &r, 120))
+        share_show_and_fail(&e.sim, "the tenants of the deleted capacity pod were not evicted and placed again");
     /* the replacements run on GPUs held now: a capacity pod made again under the same name is another pod */
-    app_view("llm", &v);
+    share_app(&e.sim, NS, "llm", &v);
     for (size_t i = 0; i < v.n; i++) {
-        OK(&out, NULL, "get", "pod", ann(v.pods[i], FG_ANN_CAPACITY_POD), "-n", SYSTEM_NS, "-o", "jsonpath={.metadata.uid}");
+        OK(&out, NULL, "get", "pod", share_ann(v.pods[i], FG_ANN_CAPACITY_POD), "-n", SHARE_SYSTEM_NS, "-o", "jsonpath={.metadata.uid}");
         assert_string_not_equal(fg_buf_str(&out), victim_uid);
     }
-    app_view_cleanup(&v);
+    share_app_cleanup(&v);
     fg_buf_cleanup(&out);
 }
 
@@ -482,13 +360,13 @@ static char *placements(void)
     fg_buf_init(&b, 0);
     const char *apps[] = { "llm", "rt" };
     for (size_t a = 0; a < 2; a++) {
-        struct app_view v;
-        app_view(apps[a], &v);
+        struct share_app v;
+        share_app(&e.sim, NS, apps[a], &v);
         for (size_t i = 0; i < v.n; i++)
             if (fg_buf_printf(&b, "%s %s %s\n", fg_json_get_str(v.pods[i], "metadata", "name", NULL),
-                           ann(v.pods[i], FG_ANN_CAPACITY_POD), ann(v.pods[i], FG_ANN_GPU_INDEX)) != FG_OK)
+                           share_ann(v.pods[i], FG_ANN_CAPACITY_POD), share_ann(v.pods[i], FG_ANN_GPU_INDEX)) != FG_OK)
                 fail();
-        app_view_cleanup(&v);
+        share_app_cleanup(&v);
     }
     return fg_buf_take(&b);
 }
@@ -500,14 +378,19 @@ static void test_restart(void **state)
     fg_buf_init(&out, 0);
     char *before = placements();
     size_t caps = capacity_pods();
-    OK(&out, NULL, "delete", "pods", "-n", SYSTEM_NS, "-l", "app.kubernetes.io/component=operator");
-    OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", SYSTEM_NS, "--timeout=120s");
+    OK(&out, NULL, "delete", "pods", "-n", SHARE_SYSTEM_NS, "-l", "app.kubernetes.io/component=operator");
+    OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", SHARE_SYSTEM_NS, "--timeout=120s");
     nanosleep(&(struct timespec){ 5, 0 }, NULL);   /* a new leader's first passes and ticks */
     char *after = placements();
     assert_string_equal(before, after);
     assert_int_equal(capacity_pods(), caps);
     OK(&out, NULL, "get", "gpuworkloads", "-n", NS);
     assert_non_null(strstr(fg_buf_str(&out), "deployment-llm"));
+    printf("%s", fg_buf_str(&out));
+    /* nine pods that asked for a GPU each hold 300 milli of one: 9 GPUs before, 2.7 after */
+    OK(&out, NULL, "get", "gpuworkload", "deployment-llm", "-n", NS, "-o",
+       "jsonpath={.status.gpusBefore} {.status.gpusAfter} {.status.gpusSaved}");
+    assert_string_equal(fg_buf_str(&out), "9 2.7 6.3");
     free(before);
     free(after);
     fg_buf_cleanup(&out);
