@@ -3,13 +3,20 @@
  *   ("Placement quality") from the command line.
  *
  *   fracgpu replay --nodes NODES.csv --pods PODS.csv --policy NAME (--seed S | --seeds A-B)
- *                  [--tune 1.3] [--json]
+ *                  [--tune 1.3] [--in-order] [--placements FILE.csv] [--json]
  *
  * Prints one line per seed and, with --seeds, one for the mean: a table row by default, a JSON object
  * with --json (trace, policy, seeds, unallocated_pct_at_100, alloc_pct_at_130, frag_pct_at_80,
  * pods_failed, pods_submitted, elapsed_ms; null for a figure the run never reached). Exit status 0, 1 on bad input (message on stderr), 2 on
  * bad usage.
+ *
+ * --in-order replays the pod list as a live cluster would receive it (replay.h: each pod once, in
+ * file order, ties to the node first by name). --placements (one seed only) writes where each
+ * submitted pod went, in submission order: CSV with the header `pod,outcome,node,gpus`, outcome
+ * `placed` or `unplaced` (node and gpus then empty), gpus the node's GPU indices joined by '|' (empty
+ * for a CPU-only pod) — what a live run's bindings are compared with (e2e_sched_replay_agree).
  */
+#include <errno.h>
 #include <json-c/json.h>
 #include <libgen.h>
 #include <math.h>
@@ -23,17 +30,20 @@
 #include "scheduler/replay/replay.h"
 
 struct replay_args {
-    const char *nodes, *pods, *policy;
+    const char *nodes, *pods, *policy, *placements;
     long first, last;
     double tune;
-    bool json;
+    bool json, in_order;
 };
 
 /* Prints the usage to out; returns the exit status that goes with it. */
 static int usage(FILE *out, int status)
 {
     fprintf(out, "usage: fracgpu replay --nodes NODES.csv --pods PODS.csv --policy NAME "
-                 "(--seed S | --seeds A-B) [--tune 1.3] [--json]\nplacement policies:");
+                 "(--seed S | --seeds A-B) [--tune 1.3] [--in-order] [--placements FILE.csv] [--json]\n"
+                 "  --in-order             each pod once, in file order; ties go to the node first by name\n"
+                 "  --placements FILE.csv  where each pod went (pod,outcome,node,gpus), one seed only\n"
+                 "placement policies:");
     for (size_t i = 0; fg_sched_policy_names[i]; i++)
         fprintf(out, " %s", fg_sched_policy_names[i]);
     fprintf(out, "\n");
@@ -50,6 +60,10 @@ static bool parse_args(int argc, char **argv, struct replay_args *a)
             a->json = true;
             continue;
         }
+        if (!strcmp(opt, "--in-order")) {
+            a->in_order = true;
+            continue;
+        }
         if (!val)
             return false;
         i++;
@@ -59,6 +73,8 @@ static bool parse_args(int argc, char **argv, struct replay_args *a)
             a->pods = val;
         else if (!strcmp(opt, "--policy"))
             a->policy = val;
+        else if (!strcmp(opt, "--placements"))
+            a->placements = val;
         else if (!strcmp(opt, "--seed")) {
             a->first = a->last = strtol(val, &end, 10);
             if (*end || a->first < 0)
@@ -78,7 +94,22 @@ static bool parse_args(int argc, char **argv, struct replay_args *a)
             return false;
         }
     }
-    return a->nodes && a->pods && a->policy && a->first >= 0;
+    return a->nodes && a->pods && a->policy && a->first >= 0 && (!a->placements || a->first == a->last);
+}
+
+/* One row of --placements. */
+static void write_placement(void *ud, const struct fg_sched_trace_pod *tp, const struct fg_sched_cluster *c,
+                            const struct fg_sched_placement *pl)
+{
+    FILE *f = ud;
+    if (pl->code != FG_SCHED_SUCCESS) {
+        fprintf(f, "%s,unplaced,,\n", tp->name);
+        return;
+    }
+    fprintf(f, "%s,placed,%s,", tp->name, c->nodes[pl->node].name);
+    for (int g = 0; g < pl->n_gpus; g++)
+        fprintf(f, "%s%d", g ? "|" : "", pl->gpus[g]);
+    fputc('\n', f);
 }
 
 /* "openb_pod_list_default.csv" → "default". */
@@ -142,13 +173,23 @@ int fg_cmd_replay(int argc, char **argv)
     fg_sched_trace_init(&t);
     int status = 1;
     char *trace = trace_name(a.pods);
+    FILE *placements = NULL;
     if (fg_sched_trace_load_nodes(&t, a.nodes, errmsg) || fg_sched_trace_load_pods(&t, a.pods, errmsg))
         goto out_free_trace;
+    if (a.placements && !(placements = fopen(a.placements, "w"))) {
+        snprintf(errmsg, sizeof errmsg, "%s: %s", a.placements, strerror(errno));
+        goto out_free_trace;
+    }
+    if (placements)
+        fputs("pod,outcome,node,gpus\n", placements);
     struct fg_sched_replay_result mean = { 0 };
     long runs = a.last - a.first + 1;
     for (long seed = a.first; seed <= a.last; seed++) {
         struct fg_sched_replay_result r;
-        if (fg_sched_replay_run(&t, a.policy, (uint64_t)seed, a.tune, &r, errmsg))
+        struct fg_sched_replay_opts ro = { .policy = a.policy, .seed = (uint64_t)seed, .tune = a.tune,
+                                           .in_order = a.in_order, .on_pod = placements ? write_placement : NULL,
+                                           .ud = placements };
+        if (fg_sched_replay_run(&t, &ro, &r, errmsg))
             goto out_free_trace;
         char seeds[32];
         snprintf(seeds, sizeof seeds, "%ld", seed);
@@ -170,6 +211,10 @@ int fg_cmd_replay(int argc, char **argv)
     }
     status = 0;
 out_free_trace:
+    if (placements && fclose(placements) && !status) {
+        snprintf(errmsg, sizeof errmsg, "%s: %s", a.placements, strerror(errno));
+        status = 1;
+    }
     if (status)
         fprintf(stderr, "fracgpu replay: %s\n", errmsg);
     free(trace);

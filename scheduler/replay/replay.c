@@ -2,7 +2,8 @@
  * replay — one run of the placement experiment (see replay.h for the recipe).
  *
  * Random draws come from one generator seeded with the run's seed, in a fixed order: node ranks,
- * shuffle, inflation or thinning; the random placement policy gets its own stream. Pods never leave,
+ * shuffle, inflation or thinning (none of them in order); the random placement policy gets its own
+ * stream. Pods never leave,
  * so the cluster's fragmentation is kept as a running sum that changes only on the node a pod lands
  * on (mix.h's fg_sched_frag_sum).
  */
@@ -51,7 +52,8 @@ static enum fg_err build_cluster(const struct fg_sched_trace *t, const size_t *o
     for (size_t i = 0; i < t->n_nodes; i++) {
         const struct fg_sched_trace_node *tn = &t->nodes[order[i]];
         struct fg_sched_node_spec s = { .name = tn->name, .cpu_milli = tn->cpu_milli, .mem_mib = tn->mem_mib,
-                                        .max_pods = 1001, .model = tn->model, .n_gpus = tn->n_gpus };
+                                        .max_pods = 1001, .model = tn->model, .n_gpus = tn->n_gpus,
+                                        .gpu_mem_mib = tn->gpu_mem_mib };
         int id;
         enum fg_err err = fg_sched_cluster_add_node(c, &s, &id, errmsg);
         if (err)
@@ -78,6 +80,16 @@ void fg_sched_replay_mix(const struct fg_sched_trace *t, struct fg_sched_mix *mi
     fg_sched_mix_counter_cleanup(&mc);
     fg_sched_cluster_cleanup(&c);
     free(order);
+}
+
+/* The pods once each, in the order listed. */
+static size_t *as_listed(const struct fg_sched_trace *t, size_t *n_out)
+{
+    size_t *list = fg_malloc((t->n_pods ? t->n_pods : 1) * sizeof *list);
+    for (size_t i = 0; i < t->n_pods; i++)
+        list[i] = i;
+    *n_out = t->n_pods;
+    return list;
 }
 
 /* The submission list of one seed: indexes into t->pods (the submission order of docs/benchmarks.md,
@@ -149,12 +161,12 @@ static double curve_at(const struct curve *cv, int x)
     return round2(((x > 0 ? cv->sum[x - 1] : 0) + cv->sum[x + 1]) / n);
 }
 
-enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *policy, uint64_t seed, double tune,
+enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const struct fg_sched_replay_opts *opts,
                                 struct fg_sched_replay_result *out, char *errmsg)
 {
     memset(out, 0, sizeof *out);
     struct fg_sched_rng rng;
-    fg_sched_rng_seed(&rng, seed);
+    fg_sched_rng_seed(&rng, opts->seed);
     size_t *order = sorted_by_name(t->nodes, t->n_nodes, sizeof *t->nodes);
     struct fg_sched_cluster c;
     struct fg_sched_mix mix = { 0 };
@@ -168,17 +180,17 @@ enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *poli
         err = fg_errmsg(errmsg, FG_E_INVAL, "the node list has no GPUs");
         goto out_free_cluster;
     }
-    for (size_t i = c.n_slots; i > 1; i--) {  /* a random permutation of ranks */
+    for (size_t i = c.n_slots; i > 1 && !opts->in_order; i--) {  /* a random permutation of ranks */
         size_t j = (size_t)fg_sched_rng_below(&rng, i);
         uint32_t tmp = c.nodes[i - 1].rank;
         c.nodes[i - 1].rank = c.nodes[j].rank;
         c.nodes[j].rank = tmp;
     }
     fg_sched_replay_mix(t, &mix);
-    err = fg_sched_policy_new(policy, &mix, seed ^ 0x5eed5eed5eedull, &pol, errmsg);
+    err = fg_sched_policy_new(opts->policy, &mix, opts->seed ^ 0x5eed5eed5eedull, &pol, errmsg);
     if (err)
         goto out_free_cluster;
-    list = submission(t, &rng, c.gpu_milli_total, tune, &n_list);
+    list = opts->in_order ? as_listed(t, &n_list) : submission(t, &rng, c.gpu_milli_total, opts->tune, &n_list);
 
     struct fg_sched_framework fw;
     fg_sched_framework_init(&fw, &fg_sched_profile_default, pol);
@@ -200,6 +212,8 @@ enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *poli
             fg_sched_frag_sum_update(&frag_sum, &c, pl.node);
         else
             out->pods_failed++;
+        if (opts->on_pod)
+            opts->on_pod(opts->ud, tp, &c, &pl);
         int x = (int)nearbyint((double)arrived / unit);
         curve_add(alloc, x, round2((double)c.gpu_milli_used * 100.0 / (double)c.gpu_milli_total));
         curve_add(frag, x, frag_sum.total * 100.0 / (double)c.gpu_milli_total);

@@ -8,6 +8,13 @@
  * is dropped for good. After every pod the allocation and fragmentation are sampled against the
  * arrived percentage; the curve and the headline figures are computed as the paper does.
  *
+ * In order (opts.in_order): the trace as fracgpu-scheduler would see it arrive on a live cluster —
+ * every pod once, in the order of the pod list (no shuffle, no inflation or thinning: tune is not
+ * read), and nodes ranked in name order, so that among equal scores the node first by name wins, as
+ * the live scheduler ranks the nodes it listed at its start (the API lists them by name). The seed
+ * then drives the random placement policy only. Each submission's outcome can be followed through
+ * opts.on_pod, in submission order, whichever the mode.
+ *
  * Pure apart from the monotonic clock read for elapsed_ms; the trace is borrowed.
  */
 #ifndef FG_SCHEDULER_REPLAY_REPLAY_H
@@ -30,9 +37,23 @@ struct fg_sched_replay_result {
 /* Whole-trace reference mix of t's pods against the models of t's node list (before inflation). */
 void fg_sched_replay_mix(const struct fg_sched_trace *t, struct fg_sched_mix *mix);
 
-/* Runs one seed of placement policy `policy` on t (nodes and pods both loaded). FG_E_INVAL (errmsg)
- * for an unknown placement policy or an invalid trace row. */
-enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const char *policy, uint64_t seed, double tune,
+/* Called once per submitted pod, after its cycle: pl is its outcome (pl->node indexes c->nodes when
+ * pl->code is FG_SCHED_SUCCESS). Everything is borrowed for the call. */
+typedef void fg_sched_replay_pod_fn(void *ud, const struct fg_sched_trace_pod *tp, const struct fg_sched_cluster *c,
+                                    const struct fg_sched_placement *pl);
+
+struct fg_sched_replay_opts {
+    const char *policy;             /* placement policy (policies/policy.h) */
+    uint64_t seed;
+    double tune;                    /* submitted GPU compute / the cluster's (ignored in order) */
+    bool in_order;                  /* see the essay */
+    fg_sched_replay_pod_fn *on_pod; /* NULL: none */
+    void *ud;
+};
+
+/* Runs one seed of opts->policy on t (nodes and pods both loaded). FG_E_INVAL (errmsg) for an
+ * unknown placement policy or an invalid trace row. */
+enum fg_err fg_sched_replay_run(const struct fg_sched_trace *t, const struct fg_sched_replay_opts *opts,
                                 struct fg_sched_replay_result *out, char *errmsg) FG_MUST_USE;
 
 #endif

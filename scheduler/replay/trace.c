@@ -15,6 +15,7 @@
 #include "scheduler/replay/trace.h"
 
 #define TRACE_FILE_LIMIT (256u << 20)
+#define GPU_MEM_COLUMN "gpu_memory_mib"   /* optional, in both files (trace.h) */
 
 void fg_sched_trace_init(struct fg_sched_trace *t)
 {
@@ -94,15 +95,16 @@ enum fg_err fg_sched_trace_parse_pods(struct fg_sched_trace *t, const char *text
     enum fg_err err = fg_csv_open(&r, text, origin, need, col, errmsg);
     if (err)
         goto out_free_rows;
-    int spec_col = fg_csv_column(&r, "gpu_spec");
+    int spec_col = fg_csv_column(&r, "gpu_spec"), gmem_col = fg_csv_column(&r, GPU_MEM_COLUMN);
     char *cells[FG_CSV_MAX_CELLS];
     bool row;
     while (!(err = fg_csv_next(&r, cells, &row, errmsg)) && row) {
-        int64_t cpu, mem, gpus, milli;
+        int64_t cpu, mem, gpus, milli, gmem = 0;
         if ((err = cell_int(&r, cells, col[1], INT64_MAX / 4, &cpu, errmsg)) ||
             (err = cell_int(&r, cells, col[2], INT64_MAX / 4, &mem, errmsg)) ||
             (err = cell_int(&r, cells, col[3], FG_SCHED_MAX_GPUS, &gpus, errmsg)) ||
-            (err = cell_int(&r, cells, col[4], INT32_MAX, &milli, errmsg)))
+            (err = cell_int(&r, cells, col[4], INT32_MAX, &milli, errmsg)) ||
+            (gmem_col >= 0 && (err = cell_int(&r, cells, gmem_col, INT64_MAX / 4, &gmem, errmsg))))
             goto out_free_rows;
         if (!*cells[col[0]]) {
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: empty pod name", origin, r.line);
@@ -119,6 +121,7 @@ enum fg_err fg_sched_trace_parse_pods(struct fg_sched_trace *t, const char *text
         p->mem_mib = mem;
         p->n_gpus = (int)gpus;
         p->gpu_milli = gpus ? (int)(milli > FG_SCHED_MILLI ? FG_SCHED_MILLI : milli) : 0;
+        p->gpu_mem_mib = gpus ? gmem : 0;
         if (gpus && p->gpu_milli == 0) {
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: %lld GPUs at 0 milli", origin, r.line, (long long)gpus);
             goto out_free_rows;
@@ -150,13 +153,15 @@ enum fg_err fg_sched_trace_parse_nodes(struct fg_sched_trace *t, const char *tex
     enum fg_err err = fg_csv_open(&r, text, origin, need, col, errmsg);
     if (err)
         goto out_free_rows;
+    int gmem_col = fg_csv_column(&r, GPU_MEM_COLUMN);
     char *cells[FG_CSV_MAX_CELLS];
     bool row;
     while (!(err = fg_csv_next(&r, cells, &row, errmsg)) && row) {
-        int64_t cpu, mem, gpus;
+        int64_t cpu, mem, gpus, gmem = 0;
         if ((err = cell_int(&r, cells, col[1], INT64_MAX / 4, &cpu, errmsg)) ||
             (err = cell_int(&r, cells, col[2], INT64_MAX / 4, &mem, errmsg)) ||
-            (err = cell_int(&r, cells, col[3], FG_SCHED_MAX_GPUS, &gpus, errmsg)))
+            (err = cell_int(&r, cells, col[3], FG_SCHED_MAX_GPUS, &gpus, errmsg)) ||
+            (gmem_col >= 0 && (err = cell_int(&r, cells, gmem_col, INT64_MAX / 4, &gmem, errmsg))))
             goto out_free_rows;
         if (!*cells[col[0]] || (gpus && !*cells[col[4]])) {
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: empty node name or GPU model", origin, r.line);
@@ -167,7 +172,7 @@ enum fg_err fg_sched_trace_parse_nodes(struct fg_sched_trace *t, const char *tex
             rows = fg_realloc(rows, cap * sizeof *rows);
         }
         rows[n++] = (struct fg_sched_trace_node){ fg_strdup(cells[col[0]]), cpu, mem, (int)gpus,
-                                                  fg_strdup(cells[col[4]]) };
+                                                  fg_strdup(cells[col[4]]), gmem };
     }
     if (err)
         goto out_free_rows;
@@ -215,6 +220,7 @@ void fg_sched_trace_pod_request(const struct fg_sched_trace_pod *tp, struct fg_s
     out->mem_mib = tp->mem_mib;
     out->n_gpus = tp->n_gpus;
     out->gpu_milli = tp->gpu_milli;
+    out->gpu_mem_mib = tp->gpu_mem_mib;
     out->models = (const char *const *)tp->models;
     out->n_models = tp->n_models;
 }

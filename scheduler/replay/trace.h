@@ -7,6 +7,11 @@
  * reject a malformed row with FG_E_PARSE and "PATH:LINE: what is wrong" in errmsg. As the experiment
  * prescribes, gpu_milli is capped at 1000 for GPU pods and zeroed for CPU-only pods, and gpu_spec is
  * read only for GPU pods. A trace owns all its rows and strings.
+ *
+ * GPU memory. The Alibaba files say nothing of it; a file of fracgpu's own may add the column
+ * gpu_memory_mib: on a pod list the MiB each of its GPUs must have free (read for GPU pods only, 0:
+ * none asked), on a node list the MiB each GPU of the node offers (0: none, so only pods asking for
+ * no memory fit there). Traces without the column replay as the published experiment does.
  */
 #ifndef FG_SCHEDULER_REPLAY_TRACE_H
 #define FG_SCHEDULER_REPLAY_TRACE_H
@@ -17,6 +22,7 @@ struct fg_sched_trace_pod {
     char *name;
     int64_t cpu_milli, mem_mib;
     int n_gpus, gpu_milli;
+    int64_t gpu_mem_mib;            /* per GPU, 0 = not counted */
     char *spec;                     /* allowed models as written, "" = any */
     char **models;                  /* spec split on '|' */
     size_t n_models;
@@ -27,6 +33,7 @@ struct fg_sched_trace_node {
     int64_t cpu_milli, mem_mib;
     int n_gpus;
     char *model;
+    int64_t gpu_mem_mib;            /* per GPU, 0 = not counted */
 };
 
 struct fg_sched_trace {

@@ -96,6 +96,13 @@ static void load_tiny(struct fg_sched_trace *t)
     assert_int_equal(fg_sched_trace_parse_pods(t, pods, "pods", errmsg), FG_OK);
 }
 
+static enum fg_err run(const struct fg_sched_trace *t, const char *policy, uint64_t seed, double tune,
+                       struct fg_sched_replay_result *out, char *errmsg)
+{
+    const struct fg_sched_replay_opts o = { .policy = policy, .seed = seed, .tune = tune };
+    return fg_sched_replay_run(t, &o, out, errmsg);
+}
+
 static void replay_is_deterministic_and_consistent(void **state)
 {
     (void)state;
@@ -105,8 +112,8 @@ static void replay_is_deterministic_and_consistent(void **state)
     for (size_t k = 0; fg_sched_policy_names[k]; k++) {
         const char *policy = fg_sched_policy_names[k];
         struct fg_sched_replay_result a, b;
-        assert_int_equal(fg_sched_replay_run(&t, policy, 42, 1.3, &a, errmsg), FG_OK);
-        assert_int_equal(fg_sched_replay_run(&t, policy, 42, 1.3, &b, errmsg), FG_OK);
+        assert_int_equal(run(&t, policy, 42, 1.3, &a, errmsg), FG_OK);
+        assert_int_equal(run(&t, policy, 42, 1.3, &b, errmsg), FG_OK);
         assert_true(a.unallocated_pct_at_100 == b.unallocated_pct_at_100);
         assert_int_equal(a.pods_failed, b.pods_failed);
         assert_true(a.pods_submitted > 60);  /* inflated to 1.3 × capacity */
@@ -117,7 +124,7 @@ static void replay_is_deterministic_and_consistent(void **state)
         assert_true(a.unallocated_pct_at_100 >= 0 && a.unallocated_pct_at_100 <= 100);
     }
     struct fg_sched_replay_result r;
-    assert_int_equal(fg_sched_replay_run(&t, "nope", 42, 1.3, &r, errmsg), FG_E_INVAL);
+    assert_int_equal(run(&t, "nope", 42, 1.3, &r, errmsg), FG_E_INVAL);
     fg_sched_trace_cleanup(&t);
 }
 
@@ -128,8 +135,88 @@ static void thinning_when_the_trace_is_too_big(void **state)
     load_tiny(&t);
     char errmsg[FG_ERRMSG_MAX];
     struct fg_sched_replay_result r;
-    assert_int_equal(fg_sched_replay_run(&t, "bestfit", 43, 0.5, &r, errmsg), FG_OK);
+    assert_int_equal(run(&t, "bestfit", 43, 0.5, &r, errmsg), FG_OK);
     assert_true(r.pods_submitted < 60);
+    fg_sched_trace_cleanup(&t);
+}
+
+/* The optional gpu_memory_mib column of both files: per GPU, read for GPU pods only, 0 without it. */
+static void gpu_memory_column(void **state)
+{
+    (void)state;
+    struct fg_sched_trace t;
+    fg_sched_trace_init(&t);
+    char errmsg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_sched_trace_parse_pods(&t, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_memory_mib\n"
+                                                   "g,1000,10,1,250,4096\nc,1000,10,0,0,4096\n",
+                                               "p.csv", errmsg),
+                     FG_OK);
+    assert_int_equal(fg_sched_trace_parse_nodes(&t, NODE_HDR "n0,8000,64,8,A100\n", "n.csv", errmsg), FG_OK);
+    assert_int_equal(fg_sched_trace_parse_nodes(&t, "sn,cpu_milli,memory_mib,gpu,model,gpu_memory_mib\n"
+                                                    "n1,8000,64,8,A100,40960\n",
+                                                "n.csv", errmsg),
+                     FG_OK);
+    assert_int_equal(t.pods[0].gpu_mem_mib, 4096);
+    assert_int_equal(t.pods[1].gpu_mem_mib, 0);   /* CPU-only */
+    assert_int_equal(t.nodes[0].gpu_mem_mib, 0);
+    assert_int_equal(t.nodes[1].gpu_mem_mib, 40960);
+    struct fg_sched_pod req;
+    fg_sched_trace_pod_request(&t.pods[0], &req);
+    assert_int_equal(req.gpu_mem_mib, 4096);
+    assert_int_equal(fg_sched_trace_parse_pods(&t, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_memory_mib\n"
+                                                   "x,1,1,1,250,-1\n", "bad.csv", errmsg),
+                     FG_E_PARSE);
+    assert_non_null(strstr(errmsg, "bad.csv:2: gpu_memory_mib '-1'"));
+    fg_sched_trace_cleanup(&t);
+}
+
+struct seen {
+    char rows[8][64];
+    int n;
+};
+
+static void note(void *ud, const struct fg_sched_trace_pod *tp, const struct fg_sched_cluster *c,
+                 const struct fg_sched_placement *pl)
+{
+    struct seen *s = ud;
+    assert_true(s->n < 8);
+    if (pl->code == FG_SCHED_SUCCESS)
+        snprintf(s->rows[s->n++], sizeof s->rows[0], "%s %s %d", tp->name, c->nodes[pl->node].name, pl->gpus[0]);
+    else
+        snprintf(s->rows[s->n++], sizeof s->rows[0], "%s unplaced", tp->name);
+}
+
+/* In order: every pod once, as listed; among equal nodes the first by name wins; GPU memory
+ * counts; each outcome reaches on_pod in submission order. */
+static void in_order_placements(void **state)
+{
+    (void)state;
+    struct fg_sched_trace t;
+    fg_sched_trace_init(&t);
+    char errmsg[FG_ERRMSG_MAX];
+    assert_int_equal(fg_sched_trace_parse_nodes(&t, "sn,cpu_milli,memory_mib,gpu,model,gpu_memory_mib\n"
+                                                    "node-b,8000,65536,2,A100,1000\nnode-a,8000,65536,2,A100,1000\n",
+                                                "n.csv", errmsg),
+                     FG_OK);
+    assert_int_equal(fg_sched_trace_parse_pods(&t, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_memory_mib\n"
+                                                   "p3,1000,1024,1,500,800\n"    /* first: node-a, GPU 0 */
+                                                   "p1,1000,1024,1,500,300\n"    /* GPU 0's 200 MiB left are short */
+                                                   "p4,1000,1024,1,100,2000\n"   /* more than any GPU has */
+                                                   "p2,1000,1024,1,1000,0\n",    /* a whole GPU: node-b */
+                                               "p.csv", errmsg),
+                     FG_OK);
+    struct seen s = { .n = 0 };
+    struct fg_sched_replay_opts o = { .policy = "bestfit", .seed = 7, .tune = 5, .in_order = true, .on_pod = note,
+                                      .ud = &s };
+    struct fg_sched_replay_result r;
+    assert_int_equal(fg_sched_replay_run(&t, &o, &r, errmsg), FG_OK);
+    assert_int_equal(r.pods_submitted, 4);   /* tune is not read: no copies */
+    assert_int_equal(r.pods_failed, 1);
+    assert_int_equal(s.n, 4);
+    assert_string_equal(s.rows[0], "p3 node-a 0");
+    assert_string_equal(s.rows[1], "p1 node-a 1");
+    assert_string_equal(s.rows[2], "p4 unplaced");
+    assert_string_equal(s.rows[3], "p2 node-b 0");
     fg_sched_trace_cleanup(&t);
 }
 
@@ -158,7 +245,7 @@ static void real_default_trace(void **state)
     assert_int_equal(mix.n, 35);  /* docs/benchmarks.md: default gives 35 of 91 groups */
     fg_sched_mix_cleanup(&mix);
     struct fg_sched_replay_result r;
-    assert_int_equal(fg_sched_replay_run(&t, "bestfit", 42, 1.3, &r, errmsg), FG_OK);
+    assert_int_equal(run(&t, "bestfit", 42, 1.3, &r, errmsg), FG_OK);
     assert_true(fabs(r.unallocated_pct_at_100 - 7.14) < 1.0);
     fg_sched_trace_cleanup(&t);
 }
@@ -170,6 +257,8 @@ int main(void)
         cmocka_unit_test(malformed_rows_name_their_line),
         cmocka_unit_test(replay_is_deterministic_and_consistent),
         cmocka_unit_test(thinning_when_the_trace_is_too_big),
+        cmocka_unit_test(gpu_memory_column),
+        cmocka_unit_test(in_order_placements),
         cmocka_unit_test(real_default_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
