@@ -38,6 +38,23 @@ static enum fg_err shared_flag(struct fg_manager_opts *o, int c, const char *arg
             return fg_errmsg(errmsg, FG_E_INVAL, "--log-level wants debug, info, warn, error or off, got \"%s\"", arg);
         fg_log_set_level(level);
         return FG_OK;
+    case FG_FLAG_KUBE_API_QPS: {
+        char *end = NULL;
+        double qps = strtod(arg, &end);
+        if (!*arg || *end || !(qps > 0 && qps <= 100000))
+            return fg_errmsg(errmsg, FG_E_INVAL, "--kube-api-qps wants a number of requests per second above 0, got \"%s\"",
+                             arg);
+        o->client.qps = qps;
+        return FG_OK;
+    }
+    case FG_FLAG_KUBE_API_BURST: {
+        char *end = NULL;
+        unsigned long n = strtoul(arg, &end, 10);
+        if (!*arg || *end || *arg == '-' || n < 1 || n > 1000000)
+            return fg_errmsg(errmsg, FG_E_INVAL, "--kube-api-burst wants 1 to 1000000, got \"%s\"", arg);
+        o->client.burst = (unsigned)n;
+        return FG_OK;
+    }
     case FG_FLAG_LEADER_ELECT:
         if (!arg) {
             o->leader.enabled = true;
@@ -77,6 +94,8 @@ static const struct option shared_options[] = {
     { "kubeconfig", required_argument, NULL, FG_FLAG_KUBECONFIG },
     { "listen", required_argument, NULL, FG_FLAG_LISTEN },
     { "log-level", required_argument, NULL, FG_FLAG_LOG_LEVEL },
+    { "kube-api-qps", required_argument, NULL, FG_FLAG_KUBE_API_QPS },
+    { "kube-api-burst", required_argument, NULL, FG_FLAG_KUBE_API_BURST },
     { "help", no_argument, NULL, 'h' },
 };
 
@@ -150,7 +169,9 @@ void fg_manager_flags_usage(FILE *out, const char *default_listen, bool leader)
     fprintf(out,
             "  --kubeconfig FILE       kubeconfig to use (default: $KUBECONFIG, in-cluster, ~/.kube/config)\n"
             "  --listen HOST:PORT      address of /healthz, /readyz and /metrics (default %s; port 0 picks one)\n"
-            "  --log-level LEVEL       debug, info, warn, error or off (default info)\n",
+            "  --log-level LEVEL       debug, info, warn, error or off (default info)\n"
+            "  --kube-api-qps N, --kube-api-burst N\n"
+            "                          requests per second to the API server and the burst above it (default 50, 100)\n",
             default_listen);
     if (leader)
         fprintf(out,

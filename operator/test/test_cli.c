@@ -148,6 +148,11 @@ static void test_operator_usage(void **state)
     EXPECT(2, "whole seconds", "operator", "--leader-elect-lease-duration", "1500ms");
     EXPECT(2, "shorter than the lease duration", "operator", "--leader-elect-renew-deadline", "20s");
     EXPECT(2, "retry period", "operator", "--leader-elect-retry-period", "9s");
+    EXPECT(2, "--kube-api-qps wants a number", "operator", "--kube-api-qps", "0");
+    EXPECT(2, "--kube-api-qps wants a number", "operator", "--kube-api-qps", "fast");
+    EXPECT(2, "--kube-api-burst wants 1 to 1000000", "operator", "--kube-api-burst", "-5");
+    EXPECT(2, "--preemption-delay wants a positive duration", "operator", "--preemption-delay", "never");
+    EXPECT(2, "--pod-group-timeout wants a positive duration", "operator", "--pod-group-timeout", "0s");
     EXPECT(1, "/nonexistent/kubeconfig", "operator", "--kubeconfig", "/nonexistent/kubeconfig", "--listen",
            "127.0.0.1:0");
     EXPECT(1, "/nonexistent/kubeconfig", "operator", "--leader-elect=false", "--kubeconfig", "/nonexistent/kubeconfig");

@@ -139,16 +139,18 @@ static bool has_tenants(const struct sa_pod *c)
     return false;
 }
 
-/* Whether some pod waits for a GPU of signature sig. */
-static bool awaited(struct fg__sched_adapter *a, const char *sig)
+/* The signatures some pod waits for a GPU of (keys borrowed from the pods' wants): one walk over the
+ * pods per tick, not one per idle capacity pod. */
+static lh_table *awaited_signatures(struct fg__sched_adapter *a)
 {
+    lh_table *t = lh_kchar_table_new(16, NULL);
     struct lh_entry *e;
     lh_foreach(a->pods, e) {
         const struct sa_pod *p = (const struct sa_pod *)lh_entry_v(e);
-        if (p->waiting && p->want_ok && p->want.pod.n_gpus && !strcmp(p->want.sig, sig))
-            return true;
+        if (p->waiting && p->want_ok && p->want.pod.n_gpus && !lh_table_lookup_entry(t, p->want.sig))
+            lh_table_insert(t, p->want.sig, NULL);
     }
-    return false;
+    return t;
 }
 
 static void tenant_check(struct fg__sched_adapter *a, struct sa_pod *t)
@@ -184,6 +186,7 @@ static void evict_tenants(struct fg__sched_adapter *a, const struct sa_pod *c)
 void sa_capacity_tick(struct fg__sched_adapter *a)
 {
     uint64_t now = fg_clock_mono_ns(), grace = a->o.idle_grace_ms * 1000000ull;
+    lh_table *awaited = NULL;   /* made when first needed */
     struct lh_entry *e;
     lh_foreach(a->pods, e) {
         struct sa_pod *p = (struct sa_pod *)lh_entry_v(e);
@@ -209,7 +212,9 @@ void sa_capacity_tick(struct fg__sched_adapter *a)
             }
             continue;
         }
-        if (tenants || awaited(a, p->info.sig)) {
+        if (!tenants && !awaited)
+            awaited = awaited_signatures(a);
+        if (tenants || lh_table_lookup_entry(awaited, p->info.sig)) {
             p->idle_since_ns = 0;
         } else if (!p->idle_since_ns) {
             p->idle_since_ns = now;
@@ -221,4 +226,6 @@ void sa_capacity_tick(struct fg__sched_adapter *a)
             a->epoch++;
         }
     }
+    if (awaited)
+        lh_table_free(awaited);
 }
