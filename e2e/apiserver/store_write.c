@@ -13,7 +13,8 @@
  * object being deleted deletes it, unless it is a pod still in its grace period (deletionTimestamp
  * and deletionGracePeriodSeconds are the server's: updates cannot change them). Errors come back as
  * Status objects with kube-apiserver's messages. Objects are never edited once stored; new versions
- * share unchanged members.
+ * share unchanged members. A write that changes nothing is not stored (kube-apiserver's
+ * GuaranteedUpdate skips it): the object keeps its resourceVersion and no watch event goes out.
  */
 #include "e2e/apiserver/store.h"
 
@@ -309,6 +310,25 @@ static enum fg_err successor(const struct fg__type *type, json_object *cur, json
     return FG_OK;
 }
 
+/* Whether obj, cur's successor, is cur again but for the resourceVersion it carries. */
+static bool unchanged(json_object *cur, json_object *obj)
+{
+    json_object *meta = fg_json_get(obj, "metadata", NULL);
+    json_object *rv = fg_json_get(meta, "resourceVersion", NULL);
+    json_object *cur_rv = fg_json_get(cur, "metadata", "resourceVersion", NULL);
+    json_object_get(rv);
+    if (cur_rv)
+        json_object_object_add(meta, "resourceVersion", json_object_get(cur_rv));
+    else
+        json_object_object_del(meta, "resourceVersion");
+    bool same = json_object_equal(cur, obj);
+    if (rv)
+        json_object_object_add(meta, "resourceVersion", rv);
+    else
+        json_object_object_del(meta, "resourceVersion");
+    return same;
+}
+
 enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, json_object *cur, json_object *obj,
                              enum fg__write_scope scope, json_object **out)
 {
@@ -332,6 +352,11 @@ enum fg_err fg__write_commit(struct fg__store *st, const struct fg__type *type, 
     json_object_object_add(meta, "generation", json_object_new_int64(gen));
     if (st->dry_run) {
         *out = obj;   /* admitted and valid, not stored */
+        return FG_OK;
+    }
+    if (unchanged(cur, obj)) {   /* kube-apiserver writes nothing: no new resourceVersion, no event */
+        json_object_put(obj);
+        *out = json_object_get(cur);
         return FG_OK;
     }
     int64_t grace = 0;

@@ -139,6 +139,34 @@ static void update_conflicts_and_generation(void **state)
     tc_expect_status(BASE, "DELETE", PODS "/upd", NULL, NULL, 404, "NotFound", NULL);
 }
 
+/* A write that changes nothing is not a write: the same resourceVersion, and no watch event. */
+static void unchanged_writes_store_nothing(void **state)
+{
+    (void)state;
+    long rv = tc_create(BASE, PODS, "{\"metadata\":{\"name\":\"same\",\"labels\":{\"a\":\"1\"}},\"spec\":{\"a\":1}}");
+    char path[128];
+    snprintf(path, sizeof(path), PODS "?watch=1&resourceVersion=%ld&fieldSelector=metadata.name%%3Dsame", rv);
+    struct tc_watch w;
+    tc_watch_start(&w, BASE, path, 3000);
+    assert_true(tc_wait_watchers(BASE, 1));
+    struct tc_reply r;
+    assert_int_equal(tc_request(BASE, "PATCH", PODS "/same", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"a\":\"1\"}}}", &r), CURLE_OK);
+    assert_int_equal(r.code, 200);
+    assert_int_equal(atol(fg_json_get_str(r.json, "metadata", "resourceVersion", NULL)), rv);
+    tc_reply_cleanup(&r);
+    assert_int_equal(tc_request(BASE, "PATCH", PODS "/same", "application/merge-patch+json",
+                                "{\"metadata\":{\"labels\":{\"a\":\"2\"}}}", &r), CURLE_OK);
+    long rv2 = atol(fg_json_get_str(r.json, "metadata", "resourceVersion", NULL));
+    assert_true(rv2 > rv);
+    tc_reply_cleanup(&r);
+    json_object *ev = tc_watch_next(&w, 2000);   /* the first event is the change, not the no-op */
+    assert_non_null(ev);
+    assert_string_equal(fg_json_get_str(ev, "object", "metadata", "labels", "a", NULL), "2");
+    json_object_put(ev);
+    tc_watch_stop(&w);
+}
+
 static void patches_over_http(void **state)
 {
     (void)state;
@@ -359,6 +387,7 @@ int main(void)
         cmocka_unit_test(version_and_headers),
         cmocka_unit_test(create_get_and_metadata),
         cmocka_unit_test(update_conflicts_and_generation),
+        cmocka_unit_test(unchanged_writes_store_nothing),
         cmocka_unit_test(patches_over_http),
         cmocka_unit_test(selectors_and_paging),
         cmocka_unit_test(bad_input_gives_status),
