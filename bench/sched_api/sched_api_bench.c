@@ -9,7 +9,8 @@
  * none, as capacity pods made by hand, which it never gives back and skips). Four automated
  * Deployments (gpuwork.h) give fractions of 100, 250 and 500 milli (8, 20 and 40 GiB) and whole GPUs;
  * then the real `fracgpu operator` binary starts (operator_proc.h: webhook served, leader at once,
- * default placement policy and client limits) and the program waits until each workload's pods are
+ * default placement policy, its client limited to QPS requests/s with as large a burst: every
+ * Binding is a request, so the default 50/s would be the figure) and the program waits until each workload's pods are
  * mutated. Pods (1 CPU, 4 GiB, `nvidia.com/gpu: 1`, the workloads in turn) are created through this
  * process's client with WINDOW creates in flight, and a watch on their namespace notes when each one
  * is first seen bound. Printed: pods/s from the first create to the last Binding seen, create→bound
@@ -18,7 +19,7 @@
  * and the harness), and decisions/s of the placement core alone on the same cluster and pods
  * (core_rate.c).
  *
- * Usage: fg_bench_sched_api [PODS [WINDOW [SIGNED]]] (default 3000 pods, 32 in flight, signed); the operator is the
+ * Usage: fg_bench_sched_api [PODS [WINDOW [SIGNED [QPS]]]] (default 3000 pods, 32 in flight, signed, 5000/s); the operator is the
  * fracgpu binary of this build ($FG_BIN_DIR overrides it). Figures are for the build it runs from:
  * use a release build without sanitizers (`make bench` builds one).
  */
@@ -186,12 +187,17 @@ static int fail(const char *what, const char *msg)
 int main(int argc, char **argv)
 {
     static const char usage[] = "[PODS (1..50000, default 3000) [WINDOW (1..1024, default 32) [SIGNED (0 or 1, "
-                                "default 1)]]]";
-    bench_args_check(argc, argv, 3, usage);
+                                "default 1) [QPS (1..100000, default 5000)]]]]";
+    bench_args_check(argc, argv, 4, usage);
     struct run r = { .pods = (unsigned)bench_arg_long(argc, argv, 1, 3000, 1, 50000, usage),
                      .window = (unsigned)bench_arg_long(argc, argv, 2, 32, 1, 1024, usage) };
     if (!bench_arg_long(argc, argv, 3, 1, 0, 1, usage))
         farm.signature = NULL;
+    long qps = bench_arg_long(argc, argv, 4, 5000, 1, 100000, usage);
+    char qps_flag[48], burst_flag[48];
+    snprintf(qps_flag, sizeof qps_flag, "--kube-api-qps=%ld", qps);
+    snprintf(burst_flag, sizeof burst_flag, "--kube-api-burst=%ld", qps);
+    const char *const op_flags[] = { qps_flag, burst_flag, NULL };
     fg_log_set_level(FG_LOG_ERROR);
     setenv("FG_SOURCE_DIR", FG_SOURCE_DIR_DEFAULT, 0);
     setenv("FG_BIN_DIR", FG_BIN_DIR_DEFAULT, 0);
@@ -212,12 +218,13 @@ int main(int argc, char **argv)
            BENCH_SHAPES, (double)(fg_clock_mono_ns() - t0) / 1e9);
     struct fg_operator_proc op;
     t0 = fg_clock_mono_ns();
-    if (fg_operator_proc_start(&h, &op, NULL, 300, msg))
+    if (fg_operator_proc_start(&h, &op, op_flags, 300, msg))
         return fail("operator", msg);
     for (unsigned s = 0; s < BENCH_SHAPES; s++)
         if (fg_gpuwork_wait_admitted(h.client, &r.works[s], 60000, msg))
             return fail("webhook", msg);
-    printf("operator ready and admitting in %.1f s (log %s)\n", (double)(fg_clock_mono_ns() - t0) / 1e9, op.log);
+    printf("operator ready and admitting in %.1f s, client limit %ld requests/s (log %s)\n",
+           (double)(fg_clock_mono_ns() - t0) / 1e9, qps, op.log);
     fflush(stdout);
 
     r.created_ns = fg_calloc(r.pods, sizeof *r.created_ns);

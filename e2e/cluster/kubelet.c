@@ -41,6 +41,43 @@ static void instances_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj
 
 static const struct fg_resource_handler instance_handler = { instances_changed, instances_updated, instances_changed };
 
+/* The watch (spec.nodeName set) adds a pod once it is bound: the order of arrival, in which a kubelet
+ * admits them (kubelet_pods.c). */
+static void pod_arrived(void *ud, struct fg_kobj *obj)
+{
+    struct fg_sim_kubelets *k = ud;
+    pthread_mutex_lock(&k->mu);
+    if (!lh_table_lookup_entry(k->arrivals, fg_kobj_key(obj))) {
+        uint64_t *seq = fg_malloc(sizeof *seq);
+        *seq = ++k->next_arrival;
+        lh_table_insert(k->arrivals, fg_strdup(fg_kobj_key(obj)), seq);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void pod_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    (void)ud;
+    (void)old;
+    (void)obj;
+}
+
+static void pod_left(void *ud, struct fg_kobj *obj)
+{
+    struct fg_sim_kubelets *k = ud;
+    pthread_mutex_lock(&k->mu);
+    struct lh_entry *e = lh_table_lookup_entry(k->arrivals, fg_kobj_key(obj));
+    if (e) {
+        char *key = (char *)lh_entry_k(e);
+        free(lh_entry_v(e));
+        lh_table_delete_entry(k->arrivals, e);
+        free(key);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+
+static const struct fg_resource_handler arrival_handler = { pod_arrived, pod_updated, pod_left };
+
 static void tick(void *ud)
 {
     struct fg_sim_kubelets *k = ud;
@@ -58,6 +95,12 @@ static void kubelets_free(void *ud)
     }
     free(k->pods_v);
     lh_table_free(k->pod_index);
+    struct lh_entry *e;
+    lh_foreach(k->arrivals, e) {
+        free((char *)lh_entry_k(e));
+        free(lh_entry_v(e));
+    }
+    lh_table_free(k->arrivals);
     for (size_t i = 0; i < k->nnodes; i++) {
         fg_sim_fracgpu_free(k, k->nodes[i], false);   /* the manager's loop is stopped by now */
         fg_sim_node_free(k->nodes[i]);
@@ -94,6 +137,7 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
     k->client = fg_manager_client(m);
     pthread_mutex_init(&k->mu, NULL);
     k->pod_index = lh_kchar_table_new(1024, NULL);
+    k->arrivals = lh_kchar_table_new(1024, NULL);
     char traces[PATH_MAX];
     if (cfg->usage.trace_dir[0])
         snprintf(traces, sizeof traces, "%s", cfg->usage.trace_dir);
@@ -130,6 +174,8 @@ enum fg_err fg_sim_kubelets_setup(struct fg_manager *m, const struct fg_sim_conf
     atomic_store(&k->instances_changed, true);
     if ((err = fg_informer_add_handler(k->instances, &instance_handler, k)))
         return fg_errmsg(errmsg, err, "cannot watch the instances");
+    if ((err = fg_informer_add_handler(k->pods, &arrival_handler, k)))
+        return fg_errmsg(errmsg, err, "cannot watch the pods");
     struct fg_controller_spec spec = { .name = "kubelet-pods", .kind = "Pod", .workers = POD_WORKERS,
                                        .reconcile = fg_sim_pod_reconcile, .ud = k, .primary = k->pods };
     if ((err = fg_manager_controller(m, &spec, &k->pod_ctl, errmsg)))

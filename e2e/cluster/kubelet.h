@@ -174,6 +174,8 @@ struct fg_sim_kubelets {
     struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
     size_t npods;
     struct lh_table *pod_index;   /* key → pod */
+    struct lh_table *arrivals;    /* key → (uint64_t *) the order the watch showed the pod bound */
+    uint64_t next_arrival;
     struct fg_sim_trace_source traces;   /* usage profiles' traces */
 };
 

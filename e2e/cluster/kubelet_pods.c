@@ -6,7 +6,9 @@
  * (kubelet_admit.c; then its devices reserved and the device plugins asked, kubelet_devices.h; a
  * refusal fails it with kube's reason, message and Event), or adopted from a previous run of the
  * kubelets — all of a node's such pods at its first take-on, before any new pod is admitted there,
- * so that no new pod is given a device an old one holds. Its GPU use is set up then
+ * so that no new pod is given a device an old one holds. New pods of a node are taken on one at a
+ * time, in the order the watch showed them bound, as a kubelet admits them: the reconcile of a pod
+ * whose turn has not come looks again 10 ms later. Its GPU use is set up then
  * (kubelet_gpus.c; simulation annotations that cannot be used are reported once, as a Warning
  * Event SimAnnotationInvalid, and the pod runs anyway). An admitted pod gets an address of its
  * node and, after the configured pod start delay, its containers run (kubelet_containers.c);
@@ -37,6 +39,7 @@
 
 #define COMPONENT "kubelet"
 #define POLL_NS (100 * FG_NS_PER_MS)
+#define ORDER_WAIT_NS (10 * FG_NS_PER_MS)   /* a pod whose turn has not come looks again after this */
 
 static struct fg_sim_pod *pod_find(struct fg_sim_kubelets *k, const char *key)
 {
@@ -193,6 +196,32 @@ static void adopt_node(struct fg_sim_kubelets *k, struct fg_sim_node *node)
         json_object_put(pod);
     }
     fg_kobj_list_cleanup(&l);
+}
+
+/* Whether a pod the watch showed bound to node before key waits to be met: a kubelet admits the pods
+ * of its node one at a time in the order its watch brings them (the device plugins are asked in that
+ * order, and fracgpu's plugin serves them in that order), never a later one first. mu held. */
+static bool earlier_waits(struct fg_sim_kubelets *k, struct fg_sim_node *node, const char *key)
+{
+    uint64_t *mine = NULL;
+    if (!lh_table_lookup_ex(k->arrivals, key, (void **)&mine))
+        return false;
+    struct fg_kobj_list l = { 0 };
+    if (fg_store_by_index(fg_informer_store(k->pods), FG_SIM_INDEX_NODE, node->name, &l) != FG_OK)
+        return false;
+    bool waits = false;
+    for (size_t i = 0; i < l.n && !waits; i++) {
+        const char *other = fg_kobj_key(l.items[i]);
+        uint64_t *seq = NULL;
+        json_object *pod = NULL;
+        if (pod_find(k, other) || !lh_table_lookup_ex(k->arrivals, other, (void **)&seq) || *seq >= *mine ||
+            fg_kobj_parse(l.items[i], &pod, NULL) != FG_OK)
+            continue;
+        waits = !fg_sim_pod_finished(pod) && !fg_json_get(pod, "metadata", "deletionTimestamp", NULL);
+        json_object_put(pod);
+    }
+    fg_kobj_list_cleanup(&l);
+    return waits;
 }
 
 /* Takes pod on as p: adopted when a previous run of the kubelets admitted it, else admitted — its
@@ -358,6 +387,11 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     /* not ours, or finished before this kubelet met it */
     bool idle = !pod || !node || !node->registered || node->gone || (!p && fg_sim_pod_finished(pod));
     bool fresh = false;
+    if (!idle && !p && !ran_before(pod) && earlier_waits(k, node, key)) {
+        pthread_mutex_unlock(&k->mu);
+        json_object_put(pod);
+        return fg_reconcile_requeue_after(ORDER_WAIT_NS);
+    }
     if (!idle && !p)
         p = take_on(k, key, pod, node, now, &fresh);
     if (fresh && !fg_sim_devices_allocate(k, p))

@@ -122,9 +122,18 @@ void sa_bind_resume(struct fg__sched_adapter *a)
             send_binding(op);
         } else if (!p || gone || now - op->since_ns >= APPLY_TIMEOUT_NS) {
             if (p) {
+                char why[FG_ERRMSG_MAX] = "a capacity pod it needed shrunk went away";
+                for (int c = 0; !gone && c < op->n_caps; c++) {
+                    const struct sa_pod *cap = sa_pod_get(a, op->caps[c]);
+                    if (cap && !sa_resize_applied(cap))
+                        snprintf(why, sizeof(why),
+                                 "the kubelet did not apply the shrink of %s in time (requests %lldm, %lld MiB; "
+                                 "asked %lldm, %lld MiB%s; applied: %s)", cap->key, (long long)cap->info.cpu_milli,
+                                 (long long)cap->info.mem_mib, (long long)cap->target_cpu, (long long)cap->target_mem,
+                                 cap->resize_inflight ? ", in flight" : "", cap->info.resized ? "yes" : "no");
+                }
                 p->binding = false;
-                sa_pod_forget(a, p, gone ? "a capacity pod it needed shrunk went away"
-                                         : "the kubelet did not apply the capacity pod's shrink in time");
+                sa_pod_forget(a, p, why);
             }
             op_free(op);
         } else {
@@ -240,16 +249,17 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
     char grant[FG_GRANT_MAX] = "";
     if (pl->n_gpus) {
         const struct fg_grant_keys *keys = fg_grant_watch_get(a->keys);
-        if (!cap)
-            return FG_SCHED_ERROR;
-        if (!keys->current_len) {
-            fg_log(FG_LOG_WARN, SA_COMPONENT, "pod %s not bound: no grant key (%s)", p->key,
-                   fg_grant_watch_problem(a->keys));
+        const char *why = !cap ? "no capacity pod holds its GPU slot any more" : !keys->current_len ? "no grant key" : NULL;
+        struct fg_grant g = { p->uid, n->name, cap ? cap->info.gpu_uuid : NULL, p->info.milli, p->info.gpu_mem_mib };
+        if (!why && fg_grant_sign(&g, keys->current, keys->current_len, grant) != FG_OK)
+            why = "its grant could not be signed";
+        if (why) {
+            bool keyless = cap && !keys->current_len;
+            fg_log(FG_LOG_WARN, SA_COMPONENT, "pod %s not bound on %s GPU %d: %s%s%s", p->key, n->name, p->assumed_slot,
+                   why, keyless ? ": " : "", keyless ? fg_grant_watch_problem(a->keys) : "");
+            fg_counter_add(a->bind_errors, 1);
             return FG_SCHED_ERROR;
         }
-        struct fg_grant g = { p->uid, n->name, cap->info.gpu_uuid, p->info.milli, p->info.gpu_mem_mib };
-        if (fg_grant_sign(&g, keys->current, keys->current_len, grant) != FG_OK)
-            return FG_SCHED_ERROR;
     }
     struct bind_op *op = fg_calloc(1, sizeof(*op));
     *op = (struct bind_op){ .a = a, .key = fg_strdup(p->key), .uid = fg_strdup(p->uid), .ns = fg_strdup(p->ns),

@@ -131,8 +131,9 @@ static void try_pod(struct fg__sched_adapter *a, struct sa_pod *p)
 }
 
 /* Binds the members of permitted groups; releases groups that waited past the timeout. */
-static void groups(struct fg__sched_adapter *a, uint64_t now)
+static void groups(struct fg__sched_adapter *a)
 {
+    uint64_t now = fg_clock_mono_ns();   /* not the pass's start: members reserved in this pass came after it */
     struct lh_entry *e;
     lh_foreach(a->pods, e) {
         struct sa_pod *p = (struct sa_pod *)lh_entry_v(e);
@@ -150,7 +151,7 @@ static void groups(struct fg__sched_adapter *a, uint64_t now)
                 sa_pod_backoff(a, p);
             }
             a->cycle_pod = NULL;
-        } else if (now - p->group_since_ns >= a->o.group_timeout_ms * 1000000ull) {
+        } else if (now >= p->group_since_ns + a->o.group_timeout_ms * 1000000ull) {
             fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s: group %s still short of %d members after %llu ms: released",
                    p->key, p->want.pod.group, p->want.pod.group_min, (unsigned long long)a->o.group_timeout_ms);
             sa_set_unscheduled(a, p, "Unschedulable", "its pod group did not gather in time");
@@ -181,7 +182,7 @@ void sa_pass(struct fg__sched_adapter *a)
     for (size_t i = 0; i < n; i++)
         try_pod(a, due_pods[i]);
     free(due_pods);
-    groups(a, start);
+    groups(a);
     sa_capacity_plan(a);
     if (n)
         fg_histogram_observe(a->cycle_seconds, (double)(fg_clock_mono_ns() - start) / 1e9);
