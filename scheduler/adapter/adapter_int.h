@@ -73,6 +73,7 @@ struct sa_pod {
     /* capacity pods */
     uint64_t idle_since_ns;     /* 0: not idle */
     int64_t target_cpu, target_mem;   /* requests asked through pods/resize, when target_set */
+    int64_t sent_cpu, sent_mem;       /* the target last accepted by the API server (0: none) */
     bool target_set;
     bool resize_inflight;       /* one resize at a time (resize.c) */
     bool deleting_sent;

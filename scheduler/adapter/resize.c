@@ -56,10 +56,12 @@ bool sa_resize_applied(const struct sa_pod *p)
 struct resize_call {
     struct fg__sched_adapter *a;
     char *key, *uid;
+    int64_t cpu, mem;           /* the target sent */
 };
 
 static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const struct fg_kube_status *st)
 {
+    (void)body;
     struct resize_call *rc = ud;
     struct fg__sched_adapter *a = rc->a;
     struct sa_pod *cap = a->running ? sa_pod_get(a, rc->key) : NULL;
@@ -73,18 +75,15 @@ static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const 
                      st && st->message ? st->message : "");
             fg_log(FG_LOG_WARN, SA_COMPONENT, "capacity pod %s: resize refused: %s", rc->key, why);
             cap->target_set = false;
+            cap->sent_cpu = cap->sent_mem = 0;
             sa_bind_fail_waiting_on(a, rc->key, why);
         } else {
-            json_object *pod = NULL;
-            char why[FG_ERRMSG_MAX];
+            /* the answer is not taken as the pod's state: the watch may have brought a newer one
+             * (the kubelet's status applying this very resize) before it */
             fg_counter_add(a->resizes, 1);
-            if (body && fg_json_parse(body->data, body->len, 0, &pod, why) == FG_OK) {
-                sa_pod_seen(a, pod);   /* the new requests, before the watch brings them */
-                json_object_put(pod);
-            }
-            cap = sa_pod_get(a, rc->key);
-            if (cap)
-                sa_resize_send(a, cap);   /* the target moved while this one was in flight */
+            cap->sent_cpu = rc->cpu;
+            cap->sent_mem = rc->mem;
+            sa_resize_send(a, cap);   /* the target moved while this one was in flight */
             sa_bind_resume(a);
         }
     }
@@ -102,14 +101,15 @@ static const char *container_name(json_object *pod)
 void sa_resize_send(struct fg__sched_adapter *a, struct sa_pod *cap)
 {
     if (!cap || cap->resize_inflight || !cap->target_set ||
-        (cap->info.cpu_milli == cap->target_cpu && cap->info.mem_mib == cap->target_mem))
-        return;
+        (cap->info.cpu_milli == cap->target_cpu && cap->info.mem_mib == cap->target_mem) ||
+        (cap->sent_cpu == cap->target_cpu && cap->sent_mem == cap->target_mem))
+        return;   /* nothing asked, one in flight, or the target is the pod's or on its way */
     char *body = fg_asprintf("{\"spec\":{\"containers\":[{\"name\":\"%s\",\"resources\":{\"requests\":"
                              "{\"cpu\":\"%lldm\",\"memory\":\"%lldMi\"}}}]}}",
                              container_name(cap->json), (long long)cap->target_cpu, (long long)cap->target_mem);
     char *path = fg_kube_path(&fg_kube_pods, cap->ns, cap->name, "resize", NULL);
     struct resize_call *rc = fg_calloc(1, sizeof(*rc));
-    *rc = (struct resize_call){ a, fg_strdup(cap->key), fg_strdup(cap->uid) };
+    *rc = (struct resize_call){ a, fg_strdup(cap->key), fg_strdup(cap->uid), cap->target_cpu, cap->target_mem };
     cap->resize_inflight = true;
     fg_log(FG_LOG_INFO, SA_COMPONENT, "capacity pod %s: reservation shrunk to %lldm CPU, %lld MiB", cap->key,
            (long long)cap->target_cpu, (long long)cap->target_mem);
