@@ -83,6 +83,7 @@ struct fg_sim_node {
     bool ip_used[256];            /* pod addresses handed out */
     struct fg_resources used;     /* what the pods admitted here request */
     bool adopted;                 /* the pods a previous run of the kubelets ran here are taken back */
+    bool admitting;               /* a pod's device plugins are being asked (mu released meanwhile) */
     enum fg_sim_runtime runtime;
     struct fg_sim_devices devices;
     struct fg_resources capacity; /* its group's, plus the devices its plugins list (mu) */

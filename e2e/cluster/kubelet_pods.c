@@ -7,8 +7,9 @@
  * refusal fails it with kube's reason, message and Event), or adopted from a previous run of the
  * kubelets — all of a node's such pods at its first take-on, before any new pod is admitted there,
  * so that no new pod is given a device an old one holds. New pods of a node are taken on one at a
- * time, in the order the watch showed them bound, as a kubelet admits them: the reconcile of a pod
- * whose turn has not come looks again 10 ms later. Its GPU use is set up then
+ * time, in the order the watch showed them bound, and one admission (its device plugin calls
+ * included) at a time, as a kubelet admits them: the reconcile of a pod whose turn has not come
+ * looks again 10 ms later. Its GPU use is set up then
  * (kubelet_gpus.c; simulation annotations that cannot be used are reported once, as a Warning
  * Event SimAnnotationInvalid, and the pod runs anyway). An admitted pod gets an address of its
  * node and, after the configured pod start delay, its containers run (kubelet_containers.c);
@@ -203,6 +204,8 @@ static void adopt_node(struct fg_sim_kubelets *k, struct fg_sim_node *node)
  * order, and fracgpu's plugin serves them in that order), never a later one first. mu held. */
 static bool earlier_waits(struct fg_sim_kubelets *k, struct fg_sim_node *node, const char *key)
 {
+    if (node->admitting)
+        return true;   /* one admission at a time, its plugin calls included */
     uint64_t *mine = NULL;
     if (!lh_table_lookup_ex(k->arrivals, key, (void **)&mine))
         return false;
@@ -394,8 +397,13 @@ struct fg_reconcile_result fg_sim_pod_reconcile(void *ud, const char *key)
     }
     if (!idle && !p)
         p = take_on(k, key, pod, node, now, &fresh);
-    if (fresh && !fg_sim_devices_allocate(k, p))
-        unadmit(p);
+    if (fresh) {
+        node->admitting = true;
+        if (!fg_sim_devices_allocate(k, p))
+            unadmit(p);
+        if (p->node)   /* its node may have gone while the plugins answered (below) */
+            p->node->admitting = false;
+    }
     if (!idle && !p->node) {   /* its node went while the plugins answered: it goes too */
         pthread_mutex_unlock(&k->mu);
         json_object_put(pod);

@@ -146,7 +146,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     struct fg__sched_adapter *a = ud;
     if (!a->running)
         return;
-    sa_capacity_tick(a);
+    sa_giveback_tick(a);
     sa_bind_resume(a);
     sa_preempt_tick(a);
     sa_pass(a);

@@ -202,6 +202,6 @@ void sa_preempt_free(struct sa_preemption *pr);
 /* ---- capacity.c: capacity pods asked for ---- */
 void sa_capacity_plan(struct fg__sched_adapter *a);
 /* giveback.c: idle capacity pods deleted, leaving nodes emptied, stranded tenants evicted. */
-void sa_capacity_tick(struct fg__sched_adapter *a);
+void sa_giveback_tick(struct fg__sched_adapter *a);
 
 #endif

@@ -183,7 +183,7 @@ static void evict_tenants(struct fg__sched_adapter *a, const struct sa_pod *c)
     }
 }
 
-void sa_capacity_tick(struct fg__sched_adapter *a)
+void sa_giveback_tick(struct fg__sched_adapter *a)
 {
     uint64_t now = fg_clock_mono_ns(), grace = a->o.idle_grace_ms * 1000000ull;
     lh_table *awaited = NULL;   /* made when first needed */
