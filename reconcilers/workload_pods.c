@@ -31,30 +31,38 @@ static int64_t gpu_milli_held(json_object *pod)
     return total;
 }
 
-static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
+void fg_workload_pods_decode(void *ud, json_object *pod, void *value)
 {
-    json_object *pod = NULL;
-    if (fg_kobj_parse(k, &pod, NULL) != FG_OK)
-        return;
+    (void)ud;
+    struct fg_workload_pod *v = value;
     const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
     bool finished = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
-    if (!finished && !fg_json_get(pod, "metadata", "deletionTimestamp", NULL)) {
-        out->live++;
-        out->gpu_milli += gpu_milli_held(pod);
-        struct fg_eligibility e;
-        fg_eligibility_check(pod, NULL, &e);
-        int64_t created = 0;
-        /* a pod that exists may be bound already: fracgpu would have taken it before it was */
-        bool takeable = e.ask == FG_GPU_ELIGIBLE || (e.ask == FG_GPU_WHOLE && !strcmp(e.reason, "nodeName"));
-        const char *managed = fg_json_get_str(pod, "metadata", "labels", FG_LABEL_MANAGED, NULL);
-        if (fg_workload_label_on(pod) && !(managed && !strcmp(managed, "true")) && takeable) {
-            out->missed++;
-            if (fg_time_parse(fg_json_get_str(pod, "metadata", "creationTimestamp", NULL), &created) &&
-                created > out->newest_missed_ms)
-                out->newest_missed_ms = created;
-        }
+    v->live = !finished && !fg_json_get(pod, "metadata", "deletionTimestamp", NULL);
+    if (!v->live)
+        return;
+    v->gpu_milli = gpu_milli_held(pod);
+    struct fg_eligibility e;
+    fg_eligibility_check(pod, NULL, &e);
+    /* a pod that exists may be bound already: fracgpu would have taken it before it was */
+    bool takeable = e.ask == FG_GPU_ELIGIBLE || (e.ask == FG_GPU_WHOLE && !strcmp(e.reason, "nodeName"));
+    const char *managed = fg_json_get_str(pod, "metadata", "labels", FG_LABEL_MANAGED, NULL);
+    v->missed = fg_workload_label_on(pod) && !(managed && !strcmp(managed, "true")) && takeable;
+    if (v->missed && !fg_time_parse(fg_json_get_str(pod, "metadata", "creationTimestamp", NULL), &v->created_ms))
+        v->created_ms = 0;
+}
+
+static void count_pod(struct fg_kobj *k, struct fg_workload_pods *out)
+{
+    const struct fg_workload_pod *v = fg_kobj_value(k);
+    if (!v || !v->live)
+        return;
+    out->live++;
+    out->gpu_milli += v->gpu_milli;
+    if (v->missed) {
+        out->missed++;
+        if (v->created_ms > out->newest_missed_ms)
+            out->newest_missed_ms = v->created_ms;
     }
-    json_object_put(pod);
 }
 
 void fg_workload_pods_count(struct fg_store *pods, struct fg_store *const *intermediates, size_t n, const char *uid,

@@ -16,6 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+#include <stdbool.h>
+
 #include "operator/cache/store.h"
 
 #define FG_OWNER_INDEX "controller-uid"
@@ -27,8 +30,21 @@ struct fg_workload_pods {
     int64_t newest_missed_ms;   /* creation time of the newest pod that missed the webhook */
 };
 
+/* What the count reads of one pod, decoded once per event by the pods' informer (its typed value,
+ * kobj.h), so that a count parses no pod. */
+struct fg_workload_pod {
+    bool live;                  /* not finished, not being deleted */
+    bool missed;                /* it missed the webhook (above) */
+    int64_t created_ms;         /* when it was created, for a pod that missed the webhook */
+    int64_t gpu_milli;          /* what it holds (above) */
+};
+
+/* The pods' informer's decode (fg_informer_factory_decode): fills a struct fg_workload_pod. */
+void fg_workload_pods_decode(void *ud, json_object *pod, void *value);
+
 /* Counts the pods of the workload with uid `uid`: `pods` and the `n` stores of possible intermediates
- * each have the FG_OWNER_INDEX indexer (fg_index_by_controller_uid). */
+ * each have the FG_OWNER_INDEX indexer (fg_index_by_controller_uid); `pods` has the decode above (a
+ * pod without it counts as gone). */
 void fg_workload_pods_count(struct fg_store *pods, struct fg_store *const *intermediates, size_t n, const char *uid,
                             struct fg_workload_pods *out);
 

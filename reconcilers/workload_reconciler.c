@@ -414,6 +414,15 @@ static json_object *lookup_owner(void *ctx, const char *group, const char *kind,
     return NULL;
 }
 
+/* Pod updates that change nothing the count reads (a binding, a condition, a container's state) do
+ * not reconcile its workload: at a thousand pods a second they would re-count it for each. */
+static bool pod_counts_changed(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    (void)ud;
+    const struct fg_workload_pod *was = fg_kobj_value(old), *now = fg_kobj_value(obj);
+    return !was || !now || memcmp(was, now, sizeof(*was)) != 0;
+}
+
 /* A pod, as the key of its workload. */
 static void map_pod(void *ud, struct fg_kobj *obj, struct fg_keys *out)
 {
@@ -483,6 +492,9 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
         err = want(m, &fg_kube_pods, pod_fields, &pods, errmsg);
     if (!err)
         err = fg_informer_factory_index(f, pods, FG_OWNER_INDEX, fg_index_by_controller_uid, NULL);
+    if (!err && (err = fg_informer_factory_decode(f, pods, fg_workload_pods_decode, NULL,
+                                                  sizeof(struct fg_workload_pod))) != FG_OK)
+        fg_errmsg(errmsg, err, "cannot decode the pods");
     if (!err)
         err = want(m, &fg_kube_replicasets, owners_only, &replicasets, errmsg);
     if (!err)
@@ -528,6 +540,6 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
     if (!err)
         err = fg_manager_watches(c, policies, map_policy, r, NULL, errmsg);
     if (!err)
-        err = fg_manager_watches(c, pods, map_pod, r, NULL, errmsg);
+        err = fg_manager_watches(c, pods, map_pod, r, pod_counts_changed, errmsg);
     return err;
 }

@@ -113,6 +113,7 @@ struct fg__sched_adapter {
     struct fg_sched_post_filter_plugin post_filter;
     struct fg_sched_bind_plugin bind;
     struct sa_pod *cycle_pod;   /* the pod of the cycle running */
+    size_t n_group_wait;        /* pods waiting in Permit for their group (group_wait) */
     uint64_t epoch;             /* bumped by every change that may let a waiting pod fit */
     int64_t gpu_mem_max;        /* the largest bin memory seen: what "whole" memory asks */
     struct event *pass_ev, *tick_ev;

@@ -111,6 +111,7 @@ static void try_pod(struct fg__sched_adapter *a, struct sa_pod *p)
     case FG_SCHED_WAIT:
         assume(a, p, &pl);
         p->group_wait = true;
+        a->n_group_wait++;
         p->group_since_ns = fg_clock_mono_ns();
         record(a, p, &pl);
         return;
@@ -133,6 +134,8 @@ static void try_pod(struct fg__sched_adapter *a, struct sa_pod *p)
 /* Binds the members of permitted groups; releases groups that waited past the timeout. */
 static void groups(struct fg__sched_adapter *a)
 {
+    if (!a->n_group_wait)
+        return;
     uint64_t now = fg_clock_mono_ns();   /* not the pass's start: members reserved in this pass came after it */
     struct lh_entry *e;
     lh_foreach(a->pods, e) {
@@ -142,6 +145,7 @@ static void groups(struct fg__sched_adapter *a)
         if (fg_sched_group_permitted(&a->fw, p->want.pod.group)) {
             char why[FG_ERRMSG_MAX];
             p->group_wait = false;
+            a->n_group_wait--;
             a->cycle_pod = p;
             if (fg_sched_framework_bind(&a->fw, &a->cluster, &p->want.pod, &p->pl, why) != FG_OK ||
                 p->pl.code != FG_SCHED_SUCCESS) {

@@ -29,6 +29,7 @@ struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key)
 static void pod_free(struct fg__sched_adapter *a, struct sa_pod *p)
 {
     sa_uncharge(a, p);
+    a->n_group_wait -= p->group_wait;
     sa_preempt_free(p->preempt);
     fg_sa_want_cleanup(&p->want);
     json_object_put(p->json);
@@ -53,6 +54,7 @@ void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *wh
     if (!p->assumed)
         return;
     fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s: placement on %s forgotten: %s", p->key, p->assumed_node, why);
+    a->n_group_wait -= p->group_wait;
     p->assumed = p->group_wait = p->binding = false;
     sa_preempt_free(p->preempt);
     p->preempt = NULL;
