@@ -1,9 +1,9 @@
 /*
- * share_fixture — what the end-to-end tests of GPU sharing on the simulated cluster ask of it, read
- * through the API: an app's live pods and how many run Ready, the capacity pods, the nodes, a bounded
- * wait for a condition, and a failure that shows the cluster.
- *
- * Each test keeps one struct fg_simcluster; these read it and never change it.
+ * share_fixture — what the end-to-end tests of GPU sharing on the simulated cluster share: the
+ * cluster started from a testdata file with the independent checker (e2e/checker) watching it, and
+ * stopped with the checker's verdict; and what they read through the API: an app's live pods and how
+ * many run Ready, the capacity pods, the nodes, the node agents, a bounded wait for a condition, and
+ * a failure that shows the cluster.
  */
 #ifndef FG_E2E_SHARE_FIXTURE_H
 #define FG_E2E_SHARE_FIXTURE_H
@@ -11,12 +11,42 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "e2e/checker/checker.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
 
 #define SHARE_SYSTEM_NS "fracgpu-system"
 #define SHARE_MAX_PODS 64
+
+/* A test's cluster and its checker. */
+struct share_env {
+    struct fg_simcluster sim;
+    struct fg_checker *checker;
+    uint64_t start_ns;
+    const char *name;           /* the test's, for its last line */
+};
+
+/* Starts the cluster of e2e/cluster/testdata/<config> and the checker (grace 10 s); 0, or -1 with
+ * the reason on stderr (a cmocka group setup). */
+int share_setup(struct share_env *e, const char *config, const char *name);
+/* Stops both: -1 when the checker saw a violation (its messages on stderr) or a pod's log holds a
+ * sanitizer report; the cluster is kept then. */
+int share_teardown(struct share_env *e);
+
+/* Runs kubectl on env's cluster and fails the test, showing its output, unless it exits 0. */
+#define SHARE_OK(env, out, stdin_text, ...)                                                          \
+    do {                                                                                             \
+        int rc_ = fg_kubectl_run(&(env)->sim.k, out, stdin_text, __VA_ARGS__, NULL);                 \
+        if (rc_ != 0)                                                                                \
+            fail_msg("kubectl %s: exit %d\n%s", #__VA_ARGS__, rc_, fg_buf_str(out));                \
+    } while (0)
+
+/* Installs fracgpu as a user does: `kubectl apply -k manifests/`, then each of operator_args
+ * (NULL-terminated) added to the operator's command line, then waits for `agents` node agents to run
+ * Ready and creates namespace ns. Fails the test otherwise. */
+void share_install(struct share_env *e, const char *const *operator_args, size_t agents, const char *ns);
 
 /* The list of res in ns (NULL: all) with the label selector (NULL: every object); NULL on error. */
 json_object *share_list(struct fg_simcluster *c, const struct fg_kube_resource *res, const char *ns, const char *selector);
@@ -37,6 +67,14 @@ void share_app(struct fg_simcluster *c, const char *ns, const char *app, struct 
 void share_app_cleanup(struct share_app *v);
 /* Whether app in ns has exactly n live pods, all Running and Ready. */
 bool share_app_running(struct fg_simcluster *c, const char *ns, const char *app, size_t n);
+/* For share_eventually: app in ns has n live pods, all Running and Ready. */
+struct share_want_running {
+    struct fg_simcluster *c;
+    const char *ns, *app;
+    size_t n;
+};
+bool share_all_running(void *want_running);
+
 /* The distinct values of annotation key among v's pods (at most 16), into names; returns how many. */
 size_t share_distinct(const struct share_app *v, const char *key, const char *names[16]);
 

@@ -28,24 +28,14 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "e2e/checker/checker.h"
 #include "e2e/cluster/test/share_fixture.h"
 #include "reconcilers/podcontract.h"
 
 #define NS "team"
 
-static struct {
-    struct fg_simcluster sim;
-    struct fg_checker *checker;
-    uint64_t start_ns;
-} e;
+static struct share_env e;
 
-#define OK(out, stdin_text, ...)                                                                     \
-    do {                                                                                             \
-        int rc_ = fg_kubectl_run(&e.sim.k, out, stdin_text, __VA_ARGS__, NULL);                      \
-        if (rc_ != 0)                                                                                \
-            fail_msg("kubectl %s: exit %d\n%s", #__VA_ARGS__, rc_, fg_buf_str(out));                \
-    } while (0)
+#define OK(out, stdin_text, ...) SHARE_OK(&e, out, stdin_text, __VA_ARGS__)
 
 /* A Deployment asking for whole GPUs, automated, with a fixed fraction; pod_ann: more annotations of
  * its pods, spec: more fields of its pod spec (each a YAML flow mapping's members, or ""). */
@@ -59,97 +49,30 @@ static struct {
     "      containers:\n        - name: main\n          image: registry.example.com/vllm:1\n"                  \
     "          resources: {requests: {cpu: 100m, memory: 256Mi}, limits: {nvidia.com/gpu: \"1\"}}\n"
 
-struct want_running {
-    const char *app;
-    size_t n;
-};
-
-static bool all_running(void *ud)
-{
-    struct want_running *w = ud;
-    return share_app_running(&e.sim, NS, w->app, w->n);
-}
-
 /* ---- setup ---- */
 
 static int setup(void **state)
 {
     (void)state;
-    fg_log_set_level(FG_LOG_WARN);
-    e.start_ns = fg_clock_mono_ns();
-    char config[512], msg[FG_ERRMSG_MAX] = "";
-    snprintf(config, sizeof config, "%s/e2e/cluster/testdata/priority-e2e.yaml", getenv("FG_SOURCE_DIR"));
-    if (fg_simcluster_start(&e.sim, config, NULL, 90, msg) != FG_OK) {
-        fprintf(stderr, "cannot start the simulated cluster: %s\n", msg);
-        return -1;
-    }
-    e.sim.k.timeout_s = 180;
-    struct fg_checker_opts o = FG_CHECKER_OPTS_DEFAULT;
-    o.grace_ms = 10000;
-    if (fg_checker_start(e.sim.kubeconfig, &o, &e.checker, msg) != FG_OK || !fg_checker_wait_synced(e.checker, 30000)) {
-        fprintf(stderr, "cannot start the sharing checker: %s\n", msg);
-        return -1;
-    }
-    return 0;
+    return share_setup(&e, "priority-e2e.yaml", "e2e_sim_priority");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int rc = 0;
-    if (e.checker) {
-        fg_checker_stop(e.checker);
-        char *summary = fg_checker_summary(e.checker);
-        printf("%s\n", summary);
-        free(summary);
-        struct fg_checker_stats s;
-        fg_checker_stats(e.checker, &s);
-        for (size_t i = 0; i < 8; i++) {
-            char *m = fg_checker_message(e.checker, i);
-            if (!m)
-                break;
-            fprintf(stderr, "checker: %s\n", m);
-            free(m);
-        }
-        rc = s.violations ? -1 : 0;
-        fg_checker_free(e.checker);
-    }
-    size_t reports = fg_simcluster_sanitizer_reports(&e.sim);
-    fg_simcluster_stop(&e.sim, reports > 0 || rc);
-    printf("e2e_sim_priority: %.1f s in all\n", (double)(fg_clock_mono_ns() - e.start_ns) / 1e9);
-    return reports || rc ? -1 : 0;
+    return share_teardown(&e);
 }
 
 /* ---- 1. install ---- */
 
-static bool agents_ready(void *ud)
-{
-    size_t want = *(size_t *)ud, n = 0;
-    json_object *l = share_list(&e.sim, &fg_kube_pods, SHARE_SYSTEM_NS, "app.kubernetes.io/component=node-agent");
-    for (size_t i = 0; i < fg_json_array_len(fg_json_get(l, "items", NULL)); i++) {
-        json_object *p = json_object_array_get_idx(fg_json_get(l, "items", NULL), i);
-        n += share_live(p) && share_ready(p);
-    }
-    json_object_put(l);
-    return n == want;
-}
-
 static void test_install(void **state)
 {
     (void)state;
+    static const char *const args[] = { "--capacity-idle-grace=3s", "--preemption-delay=3s", "--pod-group-timeout=8s",
+                                        NULL };
+    share_install(&e, args, 2, NS);
     struct fg_buf out;
     fg_buf_init(&out, 0);
-    char manifests[512];
-    snprintf(manifests, sizeof manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
-    OK(&out, NULL, "apply", "-k", manifests);
-    static const char *const args[] = { "--capacity-idle-grace=3s", "--preemption-delay=3s", "--pod-group-timeout=8s" };
-    for (size_t i = 0; i < sizeof args / sizeof *args; i++)
-        if (fg_simcluster_operator_arg(&e.sim, args[i], &out) != 0)
-            fail_msg("cannot set %s: %s", args[i], fg_buf_str(&out));
-    size_t two = 2;
-    if (!share_eventually(agents_ready, &two, 60))
-        share_show_and_fail(&e.sim, "the node agents are not Ready on both GPU nodes");
-    OK(&out, NULL, "create", "namespace", NS);
     OK(&out,
        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\nvalue: 100\n---\n"
        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n",
@@ -186,8 +109,8 @@ static void test_gang(void **state)
         nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
     }
     OK(&out, APP("gang", "4", "250", GANG_ANN, ""), "apply", "-f", "-");
-    struct want_running w = { "gang", 4 };
-    if (!share_eventually(all_running, &w, 120))
+    struct share_want_running w = { &e.sim, NS, "gang", 4 };
+    if (!share_eventually(share_all_running, &w, 120))
         share_show_and_fail(&e.sim, "the complete pod group does not run");
     OK(&out, NULL, "delete", "deployment", "gang", "-n", NS);
     fg_buf_cleanup(&out);
@@ -211,8 +134,8 @@ static void test_preemption(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, APP("low", "4", "700", "", "      priorityClassName: low\n"), "apply", "-f", "-");
-    struct want_running w = { "low", 4 };
-    if (!share_eventually(all_running, &w, 120))
+    struct share_want_running w = { &e.sim, NS, "low", 4 };
+    if (!share_eventually(share_all_running, &w, 120))
         share_show_and_fail(&e.sim, "the four low-priority pods do not run");
     OK(&out,
        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: low, namespace: " NS "}\n"
@@ -269,8 +192,8 @@ static void test_drain(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, APP("svc", "2", "300", "", ""), "apply", "-f", "-");
-    struct want_running w = { "svc", 2 };
-    if (!share_eventually(all_running, &w, 120))
+    struct share_want_running w = { &e.sim, NS, "svc", 2 };
+    if (!share_eventually(share_all_running, &w, 120))
         share_show_and_fail(&e.sim, "the svc pods do not run");
     struct share_app v;
     share_app(&e.sim, NS, "svc", &v);

@@ -35,7 +35,6 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
-#include "e2e/checker/checker.h"
 #include "e2e/cluster/test/share_fixture.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
@@ -43,18 +42,9 @@
 
 #define NS "team"
 
-static struct {
-    struct fg_simcluster sim;
-    struct fg_checker *checker;
-    uint64_t start_ns;
-} e;
+static struct share_env e;
 
-#define OK(out, stdin_text, ...)                                                                     \
-    do {                                                                                             \
-        int rc_ = fg_kubectl_run(&e.sim.k, out, stdin_text, __VA_ARGS__, NULL);                      \
-        if (rc_ != 0)                                                                                \
-            fail_msg("kubectl %s: exit %d\n%s", #__VA_ARGS__, rc_, fg_buf_str(out));                \
-    } while (0)
+#define OK(out, stdin_text, ...) SHARE_OK(&e, out, stdin_text, __VA_ARGS__)
 
 /* A Deployment asking for whole GPUs, automated (its template labelled as the operator would label
  * it, so that even its first pods are mutated), with a fixed fraction and the CPU asked. */
@@ -66,17 +56,6 @@ static struct {
     "    metadata:\n      labels: {app: " name ", fracgpu.io/automate: \"true\"}\n    spec:\n"                  \
     "      containers:\n        - name: main\n          image: registry.example.com/vllm:1\n"                  \
     "          resources: {requests: {cpu: " cpu ", memory: 256Mi}, limits: {nvidia.com/gpu: \"1\"}}\n"
-
-struct want_running {
-    const char *app;
-    size_t n;
-};
-
-static bool all_running(void *ud)
-{
-    struct want_running *w = ud;
-    return share_app_running(&e.sim, NS, w->app, w->n);
-}
 
 static bool nodes_are(void *ud)
 {
@@ -93,80 +72,22 @@ static size_t capacity_pods(void)
 static int setup(void **state)
 {
     (void)state;
-    fg_log_set_level(FG_LOG_WARN);
-    e.start_ns = fg_clock_mono_ns();
-    char config[512], msg[FG_ERRMSG_MAX] = "";
-    snprintf(config, sizeof config, "%s/e2e/cluster/testdata/share-e2e.yaml", getenv("FG_SOURCE_DIR"));
-    if (fg_simcluster_start(&e.sim, config, NULL, 90, msg) != FG_OK) {
-        fprintf(stderr, "cannot start the simulated cluster: %s\n", msg);
-        return -1;
-    }
-    e.sim.k.timeout_s = 150;
-    struct fg_checker_opts o = FG_CHECKER_OPTS_DEFAULT;
-    o.grace_ms = 10000;
-    if (fg_checker_start(e.sim.kubeconfig, &o, &e.checker, msg) != FG_OK || !fg_checker_wait_synced(e.checker, 30000)) {
-        fprintf(stderr, "cannot start the sharing checker: %s\n", msg);
-        return -1;
-    }
-    return 0;
+    return share_setup(&e, "share-e2e.yaml", "e2e_sim_share");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int rc = 0;
-    if (e.checker) {
-        fg_checker_stop(e.checker);
-        char *summary = fg_checker_summary(e.checker);
-        printf("%s\n", summary);
-        free(summary);
-        struct fg_checker_stats s;
-        fg_checker_stats(e.checker, &s);
-        for (size_t i = 0; i < 8; i++) {
-            char *m = fg_checker_message(e.checker, i);
-            if (!m)
-                break;
-            fprintf(stderr, "checker: %s\n", m);
-            free(m);
-        }
-        rc = s.violations ? -1 : 0;
-        fg_checker_free(e.checker);
-    }
-    size_t reports = fg_simcluster_sanitizer_reports(&e.sim);
-    fg_simcluster_stop(&e.sim, reports > 0 || rc);
-    printf("e2e_sim_share: %.1f s in all\n", (double)(fg_clock_mono_ns() - e.start_ns) / 1e9);
-    return reports || rc ? -1 : 0;
+    return share_teardown(&e);
 }
 
 /* ---- 1. install ---- */
 
-static bool agents_ready(void *ud)
-{
-    size_t want = *(size_t *)ud, n = 0;
-    json_object *l = share_list(&e.sim, &fg_kube_pods, SHARE_SYSTEM_NS, "app.kubernetes.io/component=node-agent");
-    for (size_t i = 0; i < fg_json_array_len(fg_json_get(l, "items", NULL)); i++) {
-        json_object *p = json_object_array_get_idx(fg_json_get(l, "items", NULL), i);
-        n += share_live(p) && share_ready(p);
-    }
-    json_object_put(l);
-    return n == want;
-}
-
 static void test_install(void **state)
 {
     (void)state;
-    struct fg_buf out;
-    fg_buf_init(&out, 0);
-    char manifests[512];
-    snprintf(manifests, sizeof manifests, "%s/manifests", getenv("FG_SOURCE_DIR"));
-    OK(&out, NULL, "apply", "-k", manifests);
-    if (fg_simcluster_operator_arg(&e.sim, "--capacity-idle-grace=3s", &out) != 0)
-        fail_msg("cannot set the capacity idle grace: %s", fg_buf_str(&out));
-    size_t one = 1;
-    if (!share_eventually(agents_ready, &one, 60))
-        share_show_and_fail(&e.sim, "the node agent is not Ready on the GPU node");
-    OK(&out, NULL, "create", "namespace", NS);
-    fg_buf_cleanup(&out);
+    static const char *const args[] = { "--capacity-idle-grace=3s", NULL };
+    share_install(&e, args, 1, NS);
 }
 
 /* ---- 2. nine pods, three GPUs ---- */
@@ -177,8 +98,8 @@ static void test_nine_on_three(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, SHARED_APP("llm", "9", "", "100m"), "apply", "-f", "-");
-    struct want_running w = { "llm", 9 };
-    if (!share_eventually(all_running, &w, 120))
+    struct share_want_running w = { &e.sim, NS, "llm", 9 };
+    if (!share_eventually(share_all_running, &w, 120))
         share_show_and_fail(&e.sim, "the nine llm pods do not all run");
     struct share_app v;
     share_app(&e.sim, NS, "llm", &v);
@@ -231,8 +152,8 @@ static void test_scale_up(void **state)
     OK(&out, SHARED_APP("wide", "1", "", "\"7\""), "apply", "-f", "-");
     if (!share_eventually(waiting_for_capacity, NULL, 30))
         share_show_and_fail(&e.sim, "the wide pod never waited WaitingForCapacity");
-    struct want_running w = { "wide", 1 };
-    if (!share_eventually(all_running, &w, 120))
+    struct share_want_running w = { &e.sim, NS, "wide", 1 };
+    if (!share_eventually(share_all_running, &w, 120))
         share_show_and_fail(&e.sim, "the wide pod does not run on a new node");
     size_t two = 2;
     assert_true(nodes_are(&two));
@@ -280,8 +201,8 @@ static void test_mps_dedicated(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, SHARED_APP("rt", "2", ", fracgpu.io/policy: real-time-mps", "100m"), "apply", "-f", "-");
-    struct want_running w = { "rt", 2 };
-    if (!share_eventually(all_running, &w, 120))
+    struct share_want_running w = { &e.sim, NS, "rt", 2 };
+    if (!share_eventually(share_all_running, &w, 120))
         share_show_and_fail(&e.sim, "the real-time-mps pods do not run");
     struct share_app v, llm;
     share_app(&e.sim, NS, "rt", &v);
