@@ -71,10 +71,15 @@ void fg_harness_stop(struct fg_harness *h)
 
 enum fg_err fg_harness_fault(struct fg_harness *h, const char *control)
 {
+    return fg_e2e_fault(h->client, control);
+}
+
+enum fg_err fg_e2e_fault(struct fg_kube_client *client, const char *control)
+{
     char *path = fg_asprintf("/fracgpu-test/%s", control);
     struct fg_buf reply = FG_BUF_INIT;
     struct fg_kube_status st = { 0 };
-    enum fg_err err = fg_kube_request(h->client, "POST", path, "application/json", "{}", 2, &reply, &st);
+    enum fg_err err = fg_kube_request(client, "POST", path, "application/json", "{}", 2, &reply, &st);
     fg_kube_status_cleanup(&st);
     fg_buf_cleanup(&reply);
     free(path);

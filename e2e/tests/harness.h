@@ -42,6 +42,8 @@ void fg_harness_stop(struct fg_harness *h);
 
 /* POSTs /fracgpu-test/<control> (e.g. "fail?count=3&code=500"). */
 enum fg_err fg_harness_fault(struct fg_harness *h, const char *control) FG_MUST_USE;
+/* The same through any client of a test API server (a simulated cluster's, say). */
+enum fg_err fg_e2e_fault(struct fg_kube_client *client, const char *control) FG_MUST_USE;
 
 /* Creates namespace `name` (AlreadyExists is fine). */
 enum fg_err fg_harness_namespace(struct fg_harness *h, const char *name) FG_MUST_USE;
