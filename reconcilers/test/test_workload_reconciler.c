@@ -5,7 +5,7 @@
  * opts one out; anti-affinity and two GPUs are reported not eligible with their reasons; a workload's
  * own fraction reaches the status; a fine-tuning Job trains under the training built-in, which is
  * created for it; a policy that does not exist is a PolicyFound=False condition; a Deployment without
- * GPUs gets nothing. */
+ * GPUs gets nothing; a status once written is not written again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -276,6 +276,26 @@ static void pods_that_missed_the_webhook_are_rolled(void **state)
     expect(path, restarted, first);
 }
 
+/* A status once written is left alone: every field the reconciler writes is one the GPUWorkload CRD
+ * keeps (a field the API server prunes would make each status differ from the stored one, and each
+ * write, seen by the watch, would reconcile and write again). */
+static void status_written_once(void **state)
+{
+    (void)state;
+    deployment("ml", "steady", "\"fracgpu.io/automate\":\"true\"", GPU_CONTAINER, "");
+    expect_status("ml", "deployment-steady", ACTION, "LabelledTemplate");
+    char path[256];
+    snprintf(path, sizeof(path), GPUWORKLOAD, "ml", "deployment-steady");
+    usleep(500000);   /* the writes that follow the template label's roll */
+    json_object *before = get(path);
+    usleep(1000000);
+    json_object *after = get(path);
+    assert_string_equal(fg_json_get_str(after, "metadata", "resourceVersion", NULL),
+                        fg_json_get_str(before, "metadata", "resourceVersion", NULL));
+    json_object_put(before);
+    json_object_put(after);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -312,6 +332,7 @@ int main(void)
         cmocka_unit_test(namespace_label_and_opt_out),
         cmocka_unit_test(reasons_fractions_and_policies),
         cmocka_unit_test(pods_that_missed_the_webhook_are_rolled),
+        cmocka_unit_test(status_written_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

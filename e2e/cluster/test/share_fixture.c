@@ -30,7 +30,7 @@ json_object *share_list(struct fg_simcluster *c, const struct fg_kube_resource *
     return err ? NULL : l;
 }
 
-static const char *condition(json_object *pod, const char *type, const char *field)
+const char *share_condition(json_object *pod, const char *type, const char *field)
 {
     json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
     for (size_t i = 0; i < fg_json_array_len(conds); i++) {
@@ -43,12 +43,12 @@ static const char *condition(json_object *pod, const char *type, const char *fie
 
 bool share_ready(json_object *pod)
 {
-    return fg_str_eq(condition(pod, "Ready", "status"), "True");
+    return fg_str_eq(share_condition(pod, "Ready", "status"), "True");
 }
 
 bool share_sched_reason(json_object *pod, const char *reason)
 {
-    return fg_str_eq(condition(pod, "PodScheduled", "reason"), reason);
+    return fg_str_eq(share_condition(pod, "PodScheduled", "reason"), reason);
 }
 
 bool share_live(json_object *pod)

@@ -54,6 +54,8 @@ bool share_ready(json_object *pod);
 /* Not being deleted, not Failed, not Succeeded. */
 bool share_live(json_object *pod);
 const char *share_ann(json_object *pod, const char *key);
+/* Field (status, reason, ...) of the pod's condition of this type, or NULL. */
+const char *share_condition(json_object *pod, const char *type, const char *field);
 /* Whether the pod's PodScheduled condition has this reason. */
 bool share_sched_reason(json_object *pod, const char *reason);
 
