@@ -265,9 +265,10 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
 
 enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, char *errmsg)
 {
+    /* containers' statuses: only what the kubelet applied of their resources (a capacity pod's resize) */
     static const char *const pod_fields[] = { "metadata.labels", "metadata.annotations", "metadata.creationTimestamp",
-                                              "metadata.deletionTimestamp", "spec", "status.phase", "status.containerStatuses",
-                                              "status.conditions", NULL };
+                                              "metadata.deletionTimestamp", "spec", "status.phase",
+                                              "status.containerStatuses[].resources", "status.conditions", NULL };
     static const char *const node_fields[] = { "metadata.labels", "spec.taints", "spec.unschedulable",
                                                "status.allocatable", NULL };
     struct fg__sched_adapter *a = fg_calloc(1, sizeof(*a));
