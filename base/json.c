@@ -2,6 +2,7 @@
 #include "json.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum fg_err fg_json_parser_parse(struct fg_json_parser *p, const char *data, size_t len, size_t max_bytes,
@@ -175,4 +176,36 @@ json_object *fg_json_at(json_object *a, size_t i)
 size_t fg_json_object_len(json_object *o)
 {
     return json_object_is_type(o, json_type_object) ? (size_t)json_object_object_length(o) : 0;
+}
+
+/* Is v an empty object other than the shared one? */
+static bool lone_empty(json_object *v, json_object *empty)
+{
+    return v != empty && json_object_is_type(v, json_type_object) && !json_object_object_length(v);
+}
+
+void fg_json_shrink(json_object *o, json_object *empty)
+{
+    if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            json_object *v = json_object_array_get_idx(o, i);
+            if (empty && lone_empty(v, empty))
+                json_object_array_put_idx(o, i, json_object_get(empty));
+            else
+                fg_json_shrink(v, empty);
+        }
+        return;
+    }
+    if (!json_object_is_type(o, json_type_object))
+        return;
+    struct lh_table *t = json_object_get_object(o);
+    int fit = lh_table_length(t) * 3 / 2 + 1;
+    if (fit < t->size && lh_table_resize(t, fit) != 0)
+        abort();   /* json-c fails a resize only when allocation fails */
+    json_object_object_foreach(o, key, value) {
+        if (empty && lone_empty(value, empty))
+            json_object_object_add(o, key, json_object_get(empty));   /* in place: the walk goes on */
+        else
+            fg_json_shrink(value, empty);
+    }
 }

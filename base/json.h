@@ -70,4 +70,10 @@ bool fg_json_pointer_token(const char *key, char *out, size_t size);
  * lags behind fails instead. */
 json_object *fg_json_patch_tested(json_object *obj);
 
+/* Shrinks every object table in tree o to fit its members (json-c gives each object 16 slots, 640
+ * bytes, so a 1.3 KB pod parses into about 20 KB), for a tree that is kept and never grows again:
+ * json-c's lh_table_resize, the load kept under json-c's 0.66 so that a lookup still finds a free
+ * slot. With `empty` (an empty object), every other empty object in the tree is replaced by it. */
+void fg_json_shrink(json_object *o, json_object *empty);
+
 #endif

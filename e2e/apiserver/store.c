@@ -144,43 +144,6 @@ static void record(struct fg__store *st, const struct fg__type *type, enum fg__e
         st->on_event(st->on_event_ud, ev, obj, old);
 }
 
-/* Is v an empty object that is not the store's shared {}? */
-static bool lone_empty(const struct fg__store *st, json_object *v)
-{
-    return v != st->empty && json_object_is_type(v, json_type_object) && !json_object_object_length(v);
-}
-
-/* json-c gives every object a hash table of 16 slots (640 bytes), each {} of managedFields included:
- * a 3.7 KB pod parses into 128 KB. A stored object never changes again, so each of its tables is
- * shrunk to fit with json-c's own lh_table_resize (load under json-c's 0.66, so a lookup still
- * finds a free slot), and each empty object is replaced by the store's one shared {}: the pod then
- * takes about 38 KB. Subtrees shared with an earlier version are compact already and only walked. */
-static void shrink(struct fg__store *st, json_object *o)
-{
-    if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            json_object *v = json_object_array_get_idx(o, i);
-            if (lone_empty(st, v))
-                json_object_array_put_idx(o, i, json_object_get(st->empty));
-            else
-                shrink(st, v);
-        }
-        return;
-    }
-    if (!json_object_is_type(o, json_type_object))
-        return;
-    struct lh_table *t = json_object_get_object(o);
-    int fit = lh_table_length(t) * 3 / 2 + 1;
-    if (fit < t->size && lh_table_resize(t, fit) != 0)
-        abort(); /* json-c fails a resize only when allocation fails */
-    json_object_object_foreach(o, key, value) {
-        if (lone_empty(st, value))
-            json_object_object_add(o, key, json_object_get(st->empty)); /* in place: the walk goes on */
-        else
-            shrink(st, value);
-    }
-}
-
 /* Puts obj (taken) into its slot; returns the entry and, in *old / *old_text, what it replaced (references). */
 static struct fg__entry *place(struct fg__store *st, const struct fg__type *type, json_object *obj, json_object **old,
                                struct fg__text **old_text)
@@ -191,7 +154,7 @@ static struct fg__entry *place(struct fg__store *st, const struct fg__type *type
     struct fg__entry *e = fg_calloc(1, sizeof(*e));
     e->key = key;
     e->obj = obj;
-    shrink(st, obj);
+    fg_json_shrink(obj, st->empty);   /* a stored object never changes again */
     e->text = fg__text_from_json(obj);
     size_t i = fg__store_lower_bound(b, key);
     *old = NULL;

@@ -30,14 +30,31 @@ static json_object *parsed(struct fg_kobj *obj)
     return j;
 }
 
+/* What the scheduler reads of a pod, and so keeps of it for as long as it lives: the informer's copy
+ * also carries what other parts of the operator read (containers' env, volumes, commands), which
+ * would make the scheduler's tree of each of tens of thousands of pods several times larger. */
+static const char *const kept_paths[] = {
+    "apiVersion", "kind", "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels",
+    "metadata.annotations", "metadata.creationTimestamp", "metadata.deletionTimestamp", "spec.nodeName",
+    "spec.schedulerName", "spec.priority", "spec.preemptionPolicy", "spec.schedulingGates", "spec.nodeSelector",
+    "spec.affinity.nodeAffinity", "spec.tolerations", "spec.overhead", "spec.containers[].name",
+    "spec.containers[].image", "spec.containers[].resources", "spec.initContainers[].resources",
+    "spec.initContainers[].restartPolicy", "status.phase", "status.conditions", "status.containerStatuses[].resources",
+    NULL,
+};
+
 static void pod_upsert(void *ud, struct fg_kobj *obj)
 {
     struct fg__sched_adapter *a = ud;
     if (!a->running)
         return;
     json_object *j = parsed(obj);
-    if (j)
-        sa_pod_seen(a, j);
+    json_object *kept = j ? fg_transform_keep(a->kept, j) : NULL;   /* pruned in place */
+    if (kept) {
+        fg_json_shrink(kept, NULL);   /* kept unchanged for as long as the pod lives */
+        sa_pod_seen(a, kept);
+    }
+    json_object_put(kept);
     json_object_put(j);
 }
 
@@ -263,6 +280,13 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
                                             bounds, sizeof(bounds) / sizeof(*bounds));
 }
 
+static void free_adapter(void *ud)
+{
+    struct fg__sched_adapter *a = ud;
+    fg_fieldset_free(a->kept);
+    free(a);
+}
+
 enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, char *errmsg)
 {
     /* containers' statuses: only what the kubelet applied of their resources (a capacity pod's resize) */
@@ -272,7 +296,8 @@ enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, cha
     static const char *const node_fields[] = { "metadata.labels", "spec.taints", "spec.unschedulable",
                                                "status.allocatable", NULL };
     struct fg__sched_adapter *a = fg_calloc(1, sizeof(*a));
-    fg_manager_on_free(m, free, a);
+    fg_manager_on_free(m, free_adapter, a);
+    a->kept = fg_fieldset_new(kept_paths);
     a->o = *opts;
     a->loop = fg_manager_loop(m);
     a->base = fg_kube_loop_base(a->loop);

@@ -26,6 +26,7 @@
 
 #include "base/metrics.h"
 #include "operator/cache/informer.h"
+#include "operator/cache/transform.h"
 #include "operator/kube/loop.h"
 #include "reconcilers/grant_keys.h"
 #include "scheduler/adapter/adapter.h"
@@ -101,6 +102,7 @@ struct fg__sched_adapter {
     struct fg_kube_loop *loop;
     struct event_base *base;
     struct fg_informer *pods_inf, *nodes_inf;
+    struct fg_fieldset *kept;   /* what of a pod the scheduler keeps (adapter.c) */
     struct fg_grant_watch *keys;
     bool running;
     lh_table *pods;             /* key → struct sa_pod * (owned) */
