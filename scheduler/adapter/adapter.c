@@ -82,8 +82,10 @@ static void node_upsert(void *ud, struct fg_kobj *obj)
     if (!a->running)
         return;
     json_object *j = parsed(obj);
-    if (j)
+    if (j) {
+        fg_json_shrink(j, NULL);   /* kept until the node changes */
         sa_node_seen(a, j);
+    }
     json_object_put(j);
     sa_pass_soon(a);
 }
@@ -169,16 +171,13 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     sa_pass(a);
 }
 
-static void load(struct fg__sched_adapter *a, struct fg_informer *inf, void (*seen)(struct fg__sched_adapter *, json_object *))
+/* Takes in every object inf holds, as its events would (the same handler). */
+static void load(struct fg__sched_adapter *a, struct fg_informer *inf, void (*upsert)(void *, struct fg_kobj *))
 {
     struct fg_kobj_list l = { 0 };
     fg_store_list(fg_informer_store(inf), &l);
-    for (size_t i = 0; i < l.n; i++) {
-        json_object *j = parsed(l.items[i]);
-        if (j)
-            seen(a, j);
-        json_object_put(j);
-    }
+    for (size_t i = 0; i < l.n; i++)
+        upsert(a, l.items[i]);
     fg_kobj_list_cleanup(&l);
 }
 
@@ -199,8 +198,8 @@ static void start_on_loop(void *ud)
         return;
     a->epoch = 1;
     a->running = true;
-    load(a, a->nodes_inf, sa_node_seen);
-    load(a, a->pods_inf, sa_pod_seen);
+    load(a, a->nodes_inf, node_upsert);
+    load(a, a->pods_inf, pod_upsert);
     find_image(a);
     a->owner_checked = false;
     a->owner_uid[0] = '\0';
