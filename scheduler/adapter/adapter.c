@@ -121,10 +121,7 @@ static void find_image(struct fg__sched_adapter *a)
         snprintf(a->image, sizeof(a->image), "%s", a->o.image);
         return;
     }
-    const char *name = getenv("POD_NAME"), *ns = getenv("POD_NAMESPACE");
-    char key[320];
-    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name ? name : "");
-    struct sa_pod *self = name && ns ? sa_pod_get(a, key) : NULL;
+    struct sa_pod *self = a->self_key[0] ? sa_pod_get(a, a->self_key) : NULL;
     const char *image = self ? fg_json_get_str(fg_json_at(fg_json_get(self->json, "spec", "containers", NULL), 0),
                                                "image", NULL)
                              : NULL;
@@ -297,6 +294,9 @@ enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, cha
     struct fg__sched_adapter *a = fg_calloc(1, sizeof(*a));
     fg_manager_on_free(m, free_adapter, a);
     a->kept = fg_fieldset_new(kept_paths);
+    const char *name = getenv("POD_NAME"), *ns = getenv("POD_NAMESPACE");
+    if (name && ns)
+        snprintf(a->self_key, sizeof(a->self_key), "%s/%s", ns, name);
     a->o = *opts;
     a->loop = fg_manager_loop(m);
     a->base = fg_kube_loop_base(a->loop);

@@ -45,7 +45,9 @@ struct sa_pod {
     char *key;                  /* "ns/name" */
     char *ns, *name, *uid;
     struct fg_sa_podinfo info;  /* strings borrow from json */
-    json_object *json;          /* the pod as last seen */
+    json_object *json;          /* the pod as last seen, while the scheduler may read more than info
+                                   (pods.c: kept_whole); NULL otherwise */
+    char *strings;              /* info's strings when json is not kept: an owned copy */
     /* charge */
     struct sa_node *on;         /* the node it is on (assumed or bound), NULL: none */
     struct fg_sched_pod charge; /* what is charged (strings borrowed from json or the want) */
@@ -125,6 +127,7 @@ struct fg__sched_adapter {
     struct sa_pod **unschedulable;   /* GPU pods the last pass could not place */
     size_t n_unschedulable, cap_unschedulable;
     char image[256];            /* the capacity pods' image */
+    char self_key[320];         /* "ns/name" of the operator's own pod ($POD_NAMESPACE, $POD_NAME), or "" */
     char owner_uid[64];         /* the Deployment that owns capacity pods ("" when unknown) */
     char owner_name[128];
     bool owner_checked;         /* the owner was looked up (found or not): capacity pods may be made */

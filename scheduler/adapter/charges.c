@@ -39,8 +39,7 @@ static void list_remove(struct sa_pod *p)
 /* The dedicated owner of a confirmed pod (strings borrowed from it). */
 static const char *owner_of(const struct sa_pod *p)
 {
-    const char *sharing = fg_json_get_str(p->json, "metadata", "annotations", FG_ANN_SHARING, NULL);
-    return fg_str_eq(sharing, "exclusive") || !p->info.workload ? p->key : p->info.workload;
+    return p->info.exclusive || !p->info.workload ? p->key : p->info.workload;
 }
 
 void sa_charge_on(struct fg__sched_adapter *a, struct sa_pod *p, struct sa_node *n)

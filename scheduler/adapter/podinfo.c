@@ -77,8 +77,8 @@ static void read_allocation(json_object *pod, struct fg_sa_podinfo *pi, const st
     const char *sharing = annotation(pod, FG_ANN_SHARING), *isolation = annotation(pod, FG_ANN_ISOLATION);
     pi->sharing = fg_str_eq(sharing, "mps") ? FG_SCHED_SHARE_MPS : FG_SCHED_SHARE_TIMESLICE;
     /* exclusive: no other pod on the GPU, which is dedicated isolation with the pod as its owner */
-    pi->isolation = fg_str_eq(isolation, "dedicated") || fg_str_eq(sharing, "exclusive") ? FG_SCHED_ISO_DEDICATED
-                                                                                          : FG_SCHED_ISO_SHARED;
+    pi->exclusive = fg_str_eq(sharing, "exclusive");
+    pi->isolation = fg_str_eq(isolation, "dedicated") || pi->exclusive ? FG_SCHED_ISO_DEDICATED : FG_SCHED_ISO_SHARED;
     pi->workload = annotation(pod, FG_ANN_WORKLOAD);
 }
 
@@ -114,6 +114,7 @@ void fg_sa_podinfo_read(json_object *pod, const char *cap_ns, struct fg_sa_podin
         pi->reserved_cpu = pi->cpu_milli > FG_SA_HOLDER_CPU_MILLI ? pi->cpu_milli - FG_SA_HOLDER_CPU_MILLI : 0;
         pi->reserved_mem_mib = pi->mem_mib > FG_SA_HOLDER_MEM_MIB ? pi->mem_mib - FG_SA_HOLDER_MEM_MIB : 0;
         pi->sig = annotation(pod, FG_ANN_SIGNATURE);
+        pi->container = fg_json_get_str(fg_json_at(fg_json_get(pod, "spec", "containers", NULL), 0), "name", NULL);
         pi->resized = applied(pod);
         return;
     }

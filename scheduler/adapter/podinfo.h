@@ -58,6 +58,7 @@ struct fg_sa_podinfo {
     int64_t gpu_mem_mib;        /* FG_ANN_MEMORY_MIB, 0 = whole */
     enum fg_sched_sharing sharing;
     enum fg_sched_isolation isolation;
+    bool exclusive;             /* sharing "exclusive": dedicated to the pod itself */
     const char *workload;       /* FG_ANN_WORKLOAD */
     const char *group;          /* fracgpu.io/pod-group */
     int group_min;              /* fracgpu.io/pod-group-size */
@@ -71,6 +72,7 @@ struct fg_sa_podinfo {
     int64_t cap_gpu_mem_mib;    /* FG_ANN_GPU_MEMORY_MIB */
     int64_t reserved_cpu, reserved_mem_mib;   /* requests beyond the holder's own */
     const char *sig;            /* FG_ANN_SIGNATURE: the pods it was made for */
+    const char *container;      /* its first container's name (the one resized) */
     bool resized;               /* the kubelet applied its CPU and memory requests (status equals spec) */
 };
 

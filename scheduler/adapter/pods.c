@@ -33,6 +33,7 @@ static void pod_free(struct fg__sched_adapter *a, struct sa_pod *p)
     sa_preempt_free(p->preempt);
     fg_sa_want_cleanup(&p->want);
     json_object_put(p->json);
+    free(p->strings);
     free(p->key);
     free(p->ns);
     free(p->name);
@@ -63,6 +64,35 @@ void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *wh
     sa_pod_backoff(a, p);
     a->epoch++;
     sa_pass_soon(a);
+}
+
+/* Whether the scheduler may read more of p than its info: a pod it may still place (its want is built
+ * from the tree) and the operator's own pod (its image, for capacity pods). Every other pod — nearly
+ * all of them: bound tenants, capacity pods, everyone else's pods — keeps only info, whose strings are
+ * then copied: json-c makes a tree of about ten times the pod's text. */
+static bool kept_whole(const struct fg__sched_adapter *a, const struct sa_pod *p)
+{
+    return (p->info.role == FG_SA_FRACGPU && (!p->info.node || p->assumed)) || fg_str_eq(p->key, a->self_key);
+}
+
+/* Repoints info's strings at one owned copy of them, in p->strings. */
+static void own_strings(struct sa_pod *p)
+{
+    const char **s[] = { &p->info.node, &p->info.phase, &p->info.workload, &p->info.group, &p->info.cap_name,
+                         &p->info.gpu_uuid, &p->info.sched_reason, &p->info.sig, &p->info.container };
+    size_t n = sizeof(s) / sizeof(*s), len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += *s[i] ? strlen(*s[i]) + 1 : 0;
+    char *buf = fg_malloc(len ? len : 1), *at = buf;
+    for (size_t i = 0; i < n; i++) {
+        if (!*s[i])
+            continue;
+        size_t l = strlen(*s[i]) + 1;
+        memcpy(at, *s[i], l);
+        *s[i] = at;
+        at += l;
+    }
+    p->strings = buf;
 }
 
 static bool may_free_room(const struct fg_sa_podinfo *was, const struct fg_sa_podinfo *now, bool gone)
@@ -99,13 +129,20 @@ void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod)
     struct fg_sa_podinfo was = p->info;
     bool was_live = p->info.cap_live;
     const char *was_node = p->info.node, *was_uuid = p->info.gpu_uuid;
-    json_object *old = p->json;   /* was's strings live in it until the end */
+    json_object *old = p->json;   /* was's strings live in it, or in old_strings, until the end */
+    char *old_strings = p->strings;
     p->json = json_object_get(pod);
+    p->strings = NULL;
     fg_sa_podinfo_read(pod, a->o.ns, &p->info);
 
     if (p->assumed && !p->group_wait && p->info.node) {
         p->assumed = false;   /* confirmed by the watch */
         p->backoff_ns = 0;
+    }
+    if (!kept_whole(a, p)) {   /* before anything borrows from the tree */
+        own_strings(p);
+        json_object_put(p->json);
+        p->json = NULL;
     }
     bool wants = p->info.role == FG_SA_FRACGPU && !p->info.node && !p->info.terminal && !p->info.deleting &&
                  !p->info.gated && !p->assumed;
@@ -134,6 +171,7 @@ void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod)
     if (!fresh && p->info.role != FG_SA_CAPACITY && may_free_room(&was, &p->info, false))
         a->epoch++;
     json_object_put(old);
+    free(old_strings);
     if (p->info.role == FG_SA_CAPACITY && a->n_awaiting)
         sa_bind_resume(a);
     sa_pass_soon(a);

@@ -92,12 +92,6 @@ static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const 
     free(rc);
 }
 
-static const char *container_name(json_object *pod)
-{
-    const char *name = fg_json_get_str(fg_json_at(fg_json_get(pod, "spec", "containers", NULL), 0), "name", NULL);
-    return name ? name : "holder";
-}
-
 void sa_resize_send(struct fg__sched_adapter *a, struct sa_pod *cap)
 {
     if (!cap || cap->resize_inflight || !cap->target_set ||
@@ -106,7 +100,7 @@ void sa_resize_send(struct fg__sched_adapter *a, struct sa_pod *cap)
         return;   /* nothing asked, one in flight, or the target is the pod's or on its way */
     char *body = fg_asprintf("{\"spec\":{\"containers\":[{\"name\":\"%s\",\"resources\":{\"requests\":"
                              "{\"cpu\":\"%lldm\",\"memory\":\"%lldMi\"}}}]}}",
-                             container_name(cap->json), (long long)cap->target_cpu, (long long)cap->target_mem);
+                             cap->info.container ? cap->info.container : "holder", (long long)cap->target_cpu, (long long)cap->target_mem);
     char *path = fg_kube_path(&fg_kube_pods, cap->ns, cap->name, "resize", NULL);
     struct resize_call *rc = fg_calloc(1, sizeof(*rc));
     *rc = (struct resize_call){ a, fg_strdup(cap->key), fg_strdup(cap->uid), cap->target_cpu, cap->target_mem };
