@@ -46,6 +46,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "e2e/cluster/test/share_fixture.h"
 #include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
@@ -64,17 +65,9 @@ static struct {
 
 static json_object *list(const struct fg_kube_resource *res, const char *ns, const char *selector)
 {
-    struct fg_buf q;
-    fg_buf_init(&q, 0);
-    if (selector && fg_kube_query_add(&q, "labelSelector", selector) != FG_OK)
-        fail();
-    char *path = fg_kube_path(res, ns, NULL, NULL, selector ? fg_buf_str(&q) : NULL);
-    fg_buf_cleanup(&q);
-    json_object *l = NULL;
-    enum fg_err err = fg_kube_get(e.sim.client, path, &l, NULL);
-    free(path);
-    if (err)
-        fail_msg("list %s: %s", res->plural, fg_err_str(err));
+    json_object *l = share_list(&e.sim, res, ns, selector);
+    if (!l)
+        fail_msg("cannot list %s", res->plural);
     return l;
 }
 
@@ -128,18 +121,6 @@ static void pod_counts(const char *ns, const char *selector, const char *node, s
 {
     if (!try_pod_counts(ns, selector, node, all, ready))
         fail_msg("cannot list the pods of %s", ns);
-}
-
-/* Polls cond every 200 ms for up to timeout_s. */
-static bool eventually(bool (*cond)(void *), void *ud, unsigned timeout_s)
-{
-    uint64_t deadline = fg_clock_mono_ns() + (uint64_t)timeout_s * FG_NS_PER_S;
-    while (!cond(ud)) {
-        if (fg_clock_mono_ns() > deadline)
-            return false;
-        nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
-    }
-    return true;
 }
 
 /* ---- setup ---- */
@@ -220,7 +201,7 @@ static void test_install(void **state)
     assert_int_equal(ready, 2);
 
     /* the leader created the built-in policies */
-    if (!eventually(policies_created, NULL, 60))
+    if (!share_eventually(policies_created, NULL, 60))
         fail_msg("the operator did not create the built-in GPUPolicies");
     OK(&out, NULL, "get", "gpupolicies");
     assert_non_null(strstr(fg_buf_str(&out), "real-time"));
@@ -228,7 +209,7 @@ static void test_install(void **state)
     assert_non_null(strstr(fg_buf_str(&out), "batch"));
 
     /* the node agent runs on both GPU nodes */
-    if (!eventually(node_agents_ready, NULL, 60)) {
+    if (!share_eventually(node_agents_ready, NULL, 60)) {
         fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods", "-n", "fracgpu-system", "-o", "wide", NULL);
         fail_msg("the node agents are not Ready on both GPU nodes:\n%s", fg_buf_str(&out));
     }
@@ -307,16 +288,16 @@ static bool whole_pod(void *ud)
 static void test_webhook(void **state)
 {
     (void)state;
-    if (!eventually(bundle_written, NULL, 60))
+    if (!share_eventually(bundle_written, NULL, 60))
         fail_msg("the operator did not write the webhook configuration's caBundle");
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, NULL, "create", "namespace", "gpu-apps");
     OK(&out, GPU_DEPLOYMENT("llm") "---\n" GPU_DEPLOYMENT("plain"), "apply", "-f", "-");
-    if (!eventually(whole_pod, "gpu-apps/llm", 60))
+    if (!share_eventually(whole_pod, "gpu-apps/llm", 60))
         fail_msg("the Deployment made no whole-GPU pod before it was automated");
     OK(&out, NULL, "annotate", "deployment/llm", "-n", "gpu-apps", "fracgpu.io/automate=true");
-    if (!eventually(mutated_pod, "gpu-apps/llm", 90)) {
+    if (!share_eventually(mutated_pod, "gpu-apps/llm", 90)) {
         fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,gpuworkloads", "-n", "gpu-apps", "-o", "wide", NULL);
         fail_msg("no mutated pod for the automated Deployment:\n%s", fg_buf_str(&out));
     }
@@ -343,7 +324,7 @@ static void test_webhook(void **state)
 
     /* opting out rolls the workload back to whole GPUs */
     OK(&out, NULL, "annotate", "deployment/llm", "-n", "gpu-apps", "fracgpu.io/automate-");
-    if (!eventually(whole_pod, "gpu-apps/llm", 90))
+    if (!share_eventually(whole_pod, "gpu-apps/llm", 90))
         fail_msg("removing the annotation did not bring a whole-GPU pod back");
     OK(&out, NULL, "get", "gpuworkloads", "-n", "gpu-apps", "deployment-llm");
     OK(&out, NULL, "delete", "namespace", "gpu-apps", "--wait=false");
@@ -395,7 +376,7 @@ static bool says(void *ud)
 #define EXPECT_SAYS(gw, path, want)                                                                           \
     do {                                                                                                      \
         struct says s_ = { gw, path, want };                                                                  \
-        if (!eventually(says, &s_, 60))                                                                       \
+        if (!share_eventually(says, &s_, 60))                                                                       \
             fail_msg("gpuworkload %s: %s is not %s", gw, path, want);                                         \
     } while (0)
 
@@ -421,7 +402,7 @@ static void test_opt_in_scenarios(void **state)
                     "              labelSelector: {matchLabels: {app: anti}}\n") "---\n"
        GPU_WORKLOAD("gpu-team", "two", "0", "2", "", ""),
        "apply", "-f", "-");
-    if (!eventually(mutated_pod, "gpu-team/serve", 90) || !eventually(mutated_pod, "gpu-team/frac", 90)) {
+    if (!share_eventually(mutated_pod, "gpu-team/serve", 90) || !share_eventually(mutated_pod, "gpu-team/frac", 90)) {
         fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,rs,gpuworkloads", "-n", "gpu-team", "-o", "wide", NULL);
         fail_msg("the namespace's workloads were not automated:\n%s", fg_buf_str(&out));
     }
@@ -430,7 +411,7 @@ static void test_opt_in_scenarios(void **state)
     assert_string_equal(fg_json_get_str(frac, "metadata", "annotations", "fracgpu.io/memory-mib", NULL), "10240");
     json_object_put(frac);
     EXPECT_SAYS("deployment-frac", "{.status.allocation.compute} {.status.allocation.memory}", "300m 10Gi");
-    assert_true(eventually(whole_pod, "gpu-team/keep", 30));
+    assert_true(share_eventually(whole_pod, "gpu-team/keep", 30));
     EXPECT_SAYS("deployment-anti", "{.status.eligibility.reason}", "podAntiAffinity");
     EXPECT_SAYS("deployment-two", "{.status.eligibility.reason}", "multipleGPUs");
     OK(&out, NULL, "get", "gpuworkload", "deployment-keep", "-n", "gpu-team", "--ignore-not-found");
@@ -439,14 +420,14 @@ static void test_opt_in_scenarios(void **state)
     /* every replica stopped: pods are still created, whole; back, the operator rolls them */
     /* (kubectl scale needs deployments/scale, which the test API server does not serve yet) */
     OK(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", "fracgpu-system", "-p", "{\"spec\":{\"replicas\":0}}");
-    if (!eventually(no_operator_pods, NULL, 60))
+    if (!share_eventually(no_operator_pods, NULL, 60))
         fail_msg("the operator's pods did not go");
     OK(&out, NULL, "rollout", "restart", "deployment/serve", "-n", "gpu-team");
-    if (!eventually(whole_pod, "gpu-team/serve", 60))
+    if (!share_eventually(whole_pod, "gpu-team/serve", 60))
         fail_msg("no pod was created while the webhook did not answer");
     OK(&out, NULL, "patch", "deployment/fracgpu-operator", "-n", "fracgpu-system", "-p", "{\"spec\":{\"replicas\":2}}");
     OK(&out, NULL, "rollout", "status", "deployment/fracgpu-operator", "-n", "fracgpu-system", "--timeout=120s");
-    if (!eventually(mutated_pod, "gpu-team/serve", 120)) {
+    if (!share_eventually(mutated_pod, "gpu-team/serve", 120)) {
         fg_kubectl_run(&e.sim.k, &out, NULL, "get", "gpuworkload/deployment-serve", "-n", "gpu-team", "-o",
                        "jsonpath={.status.pods} {.status.unmutatedPods} {.status.lastAction}", NULL);
         fprintf(stderr, "serve status: %s\n", fg_buf_str(&out));
@@ -506,7 +487,7 @@ static void test_certificate_rotation(void **state)
     /* certificates are issued with the lifetimes in force: start over from an empty Secret */
     OK(&out, NULL, "patch", "secret", "fracgpu-webhook-tls", "-n", "fracgpu-system", "--type=json", "-p",
        "[{\"op\":\"remove\",\"path\":\"/data\"}]");
-    if (!eventually(bundle_in_step, NULL, 60))
+    if (!share_eventually(bundle_in_step, NULL, 60))
         fail_msg("the webhook configuration does not trust the new CA");
     OK(&out, NULL, "create", "namespace", "gpu-rot");
     OK(&out,
@@ -525,7 +506,7 @@ static void test_certificate_rotation(void **state)
     char uid[64];
     snprintf(uid, sizeof uid, "%s", fg_json_get_str(sts, "metadata", "uid", NULL));
     json_object_put(sts);
-    if (!eventually(gpuworkload_rot_exists, NULL, 60))
+    if (!share_eventually(gpuworkload_rot_exists, NULL, 60))
         fail_msg("the StatefulSet was not automated");
     int created = 0;
     uint64_t until = fg_clock_mono_ns() + 24 * FG_NS_PER_S;
@@ -714,7 +695,7 @@ static void test_delete_deployment(void **state)
     struct fg_buf out;
     fg_buf_init(&out, 0);
     OK(&out, NULL, "delete", "deployment", "web", "-n", "team-b", "--wait=false");
-    if (!eventually(web_gone, NULL, 60))
+    if (!share_eventually(web_gone, NULL, 60))
         fail_msg("the ReplicaSets and pods of the deleted Deployment are still there");
 
     /* orphaned: the ReplicaSet stays, without its owner; then deleted in the foreground, after its pods */
@@ -785,7 +766,7 @@ static void test_autoscale(void **state)
     assert_true(nodes_are(&two));
     OK(&out, big_pod, "apply", "-f", "-");
     json_object *pod = NULL;
-    if (!eventually(big_unschedulable, &pod, 30))
+    if (!share_eventually(big_unschedulable, &pod, 30))
         fail_msg("the big pod was never marked Unschedulable");
     const char *msg = NULL;
     json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
@@ -796,7 +777,7 @@ static void test_autoscale(void **state)
     assert_non_null(strstr(msg, "0/2 nodes are available"));
     assert_non_null(strstr(msg, "Insufficient cpu"));
     json_object_put(pod);
-    if (!eventually(big_running, NULL, 60)) {
+    if (!share_eventually(big_running, NULL, 60)) {
         fg_kubectl_run(&e.sim.k, &out, NULL, "get", "pods,nodes", "-A", "-o", "wide", NULL);
         fail_msg("the autoscaler did not bring a node the big pod runs on:\n%s", fg_buf_str(&out));
     }
@@ -804,7 +785,7 @@ static void test_autoscale(void **state)
     OK(&out, NULL, "get", "events", "-n", "team-b", "--field-selector", "involvedObject.name=big,reason=TriggeredScaleUp");
     assert_non_null(strstr(fg_buf_str(&out), "pod triggered scale-up: [{big 0->1 (max: 2)}]"));
     OK(&out, NULL, "delete", "pod", "big", "-n", "team-b", "--wait=true", "--timeout=60s");
-    if (!eventually(nodes_are, &two, 60))
+    if (!share_eventually(nodes_are, &two, 60))
         fail_msg("the empty big node was not removed");
     OK(&out, NULL, "get", "events", "-n", "default", "--field-selector", "reason=ScaleDownEmpty");
     assert_non_null(strstr(fg_buf_str(&out), "removing empty node big-"));
@@ -858,7 +839,7 @@ static void test_drain(void **state)
     assert_non_null(strstr(o, "evicted"));
     assert_non_null(strstr(o, "disruption budget"));   /* the second eviction had to wait */
     assert_non_null(strstr(o, "drained"));
-    if (!eventually(steady_on, &on_b, 60))
+    if (!share_eventually(steady_on, &on_b, 60))
         fail_msg("the evicted pods do not run on %s", b);
     OK(&out, NULL, "get", "node", a);
     assert_non_null(strstr(fg_buf_str(&out), "SchedulingDisabled"));
