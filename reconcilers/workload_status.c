@@ -106,8 +106,12 @@ json_object *fg_workload_status_build(const struct fg_workload_view *v, const ch
         fg_json_set_str(st, "lastAction", action);
     if (why)
         fg_json_set_str(st, "lastActionReason", why);
-    json_object *rec = fg_json_get(v->gpuworkload, "status", "recommendation", NULL);
-    if (rec) /* the recommender's, kept as it wrote it */
-        json_object_object_add(st, "recommendation", json_object_get(rec));
+    /* the rightsizer's members, kept as it wrote them */
+    static const char *const rightsizer_members[] = { "usage", "recommendation" };
+    for (size_t i = 0; i < sizeof rightsizer_members / sizeof *rightsizer_members; i++) {
+        json_object *m = fg_json_get(v->gpuworkload, "status", rightsizer_members[i], NULL);
+        if (m)
+            json_object_object_add(st, rightsizer_members[i], json_object_get(m));
+    }
     return st;
 }

@@ -17,6 +17,7 @@
  *   gpusBefore, gpusAfter, gpusSaved   GPUs as decimals ("9", "2.7", "6.3"): what its live pods would
  *                     hold as the template asks, what they hold now, and the difference
  *   lastAction, lastActionReason   the reconciler's last write and why (kept when it did nothing)
+ *   usage, recommendation   the rightsizer's (rightsizer.h), kept as it wrote them
  * Recomputing an unchanged status yields an equal object, so the reconciler writes only changes.
  */
 #ifndef FG_RECONCILERS_WORKLOAD_STATUS_H
