@@ -66,6 +66,8 @@
 #define FG_SIM_INDEX_NODE "node"
 #define FG_SIM_ANN_RUN_SECONDS "sim.fracgpu.io/run-seconds"
 #define FG_SIM_ANN_EXIT_CODE "sim.fracgpu.io/exit-code"
+/* "OOMKilled": a run that ends with a non-zero code is reported as the kernel's OOM killer ending it */
+#define FG_SIM_ANN_EXIT_REASON "sim.fracgpu.io/exit-reason"
 #define FG_SIM_ANN_GPU_UUID "sim.fracgpu.io/gpu-uuid"       /* a pod with no GPU request uses this GPU */
 
 struct fg_sim_node {

@@ -122,6 +122,8 @@ static void container_ended(struct fg_sim_kubelets *k, json_object *pod, struct 
     c->exit_code = exit_code;
     c->finished_ms = fg_clock_wall_ms();
     c->terminated_reason = exit_code ? "Error" : "Completed";
+    if (exit_code && fg_str_eq(fg_json_get_str(pod, "metadata", "annotations", FG_SIM_ANN_EXIT_REASON, NULL), "OOMKilled"))
+        c->terminated_reason = "OOMKilled";
     c->ready = false;
     c->pid = 0;
     const char *policy = restart_policy(pod);
