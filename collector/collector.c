@@ -12,7 +12,7 @@
 #include "collector/fetch.h"
 #include "collector/targets.h"
 #include "collector/uidclock.h"
-#include "collector/usage.h"
+#include "collector/scraped.h"
 
 #define COMPONENT "collector"
 #define FORGET_ROUNDS 10   /* a uid unseen for this many rounds is forgotten */
@@ -106,7 +106,7 @@ enum fg_err fg_collector_subscribe(struct fg_collector *c, fg_collector_sink *fn
 
 /* ---- one scrape's answer ---- */
 
-static void deliver_pod(struct fg_collector *c, const struct fg_target *t, const struct fg_usage_pod *p, int64_t t_ms)
+static void deliver_pod(struct fg_collector *c, const struct fg_target *t, const struct fg_scraped_pod *p, int64_t t_ms)
 {
     struct fg_attribution a;
     enum fg_unattributed why;
@@ -118,13 +118,13 @@ static void deliver_pod(struct fg_collector *c, const struct fg_target *t, const
         fg_counter_add(c->unattributed[FG_UNATTR_TIME_BACKWARDS], 1);
         return;
     }
-    const char *uuids[FG_USAGE_MAX_GPUS];
+    const char *uuids[FG_SCRAPED_MAX_GPUS];
     struct fg_collector_sample s = { .ns = p->ns, .gpuworkload = a.gpuworkload, .kind = a.kind,
                                      .kind_index = a.kind_index, .workload = a.workload, .pod = p->name,
                                      .pod_uid = a.uid, .node = t->node, .gpu_uuids = uuids, .ngpus = p->ngpus,
                                      .t_ms = t_ms };
     for (size_t i = 0; i < p->ngpus; i++) {
-        const struct fg_usage_gpu *g = &p->gpus[i];
+        const struct fg_scraped_gpu *g = &p->gpus[i];
         uuids[i] = g->uuid;
         s.has_compute |= g->has_compute;
         s.has_memory |= g->has_memory;
@@ -138,14 +138,14 @@ static void deliver_pod(struct fg_collector *c, const struct fg_target *t, const
 
 static enum fg_scrape_result read_body(struct fg_collector *c, const struct fg_target *t, const struct fg_buf *body)
 {
-    struct fg_usage u;
+    struct fg_scraped u;
     char why[FG_ERRMSG_MAX] = "";
-    enum fg_err err = fg_usage_read(body->data ? body->data : "", body->len, c->o.max_body, &u, why);
+    enum fg_err err = fg_scraped_read(body->data ? body->data : "", body->len, c->o.max_body, &u, why);
     fg_counter_add(c->bad_lines, u.parse.errors);
     fg_counter_add(c->nonfinite, u.nonfinite);
     if (err) {
         fg_log(FG_LOG_WARN, COMPONENT, "%s (%s): %s", t->key, t->url, why);
-        fg_usage_cleanup(&u);
+        fg_scraped_cleanup(&u);
         return FG_SCRAPE_PARSE_ERROR;
     }
     if (u.parse.errors)
@@ -154,7 +154,7 @@ static enum fg_scrape_result read_body(struct fg_collector *c, const struct fg_t
     for (size_t i = 0; i < u.npods; i++)
         deliver_pod(c, t, &u.pods[i], t_ms);
     enum fg_scrape_result r = u.parse.errors ? FG_SCRAPE_PARSE_ERROR : FG_SCRAPE_OK;
-    fg_usage_cleanup(&u);
+    fg_scraped_cleanup(&u);
     return r;
 }
 

@@ -6,7 +6,7 @@
  *
  * A round: the targets are listed from the pod cache (targets.h); up to `concurrency` of them are
  * scraped at once, each GET with the scrape timeout and a cap on the body (fetch.h); each answer is
- * read into per-pod use (usage.h), every pod in it attributed (attribute.h) and checked against its
+ * read into per-pod use (scraped.h), every pod in it attributed (attribute.h) and checked against its
  * uid's last sample time (uidclock.h), and the pods that pass go to every sink. The next round starts
  * `interval` after this one started, or as soon as this one ends when it took longer.
  *

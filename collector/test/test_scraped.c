@@ -19,7 +19,7 @@
 #include "base/prom.h"
 #include "collector/targets.h"
 #include "collector/uidclock.h"
-#include "collector/usage.h"
+#include "collector/scraped.h"
 
 static void row(struct fg_buf *b, const char *family, const char *pod, const char *container, const char *uuid, double v)
 {
@@ -27,7 +27,7 @@ static void row(struct fg_buf *b, const char *family, const char *pod, const cha
     fg_prom_sample(b, family, l, v);
 }
 
-static void test_usage_sums(void **state)
+static void test_scraped_sums(void **state)
 {
     (void)state;
     struct fg_buf b = FG_BUF_INIT;
@@ -45,15 +45,15 @@ static void test_usage_sums(void **state)
     row(&b, "fracgpu_pod_gpu_memory_used_bytes", "c", "c", "GPU-3", 1 << 20);   /* memory, no compute */
     row(&b, "fracgpu_pod_gpu_memory_used_bytes", "c", "c", "", 1);              /* no uuid */
     fg_buf_put_str(&b, "fracgpu_pod_gpu_memory_used_bytes{pod=\"x\" 1\n");      /* malformed */
-    struct fg_usage u;
+    struct fg_scraped u;
     char errmsg[FG_ERRMSG_MAX] = "";
-    assert_int_equal(fg_usage_read(b.data, b.len, 1 << 20, &u, errmsg), FG_OK);
+    assert_int_equal(fg_scraped_read(b.data, b.len, 1 << 20, &u, errmsg), FG_OK);
     assert_int_equal(u.parse.errors, 1);
     assert_int_equal(u.npods, 3);
     assert_int_equal(u.series, 8);
     assert_int_equal(u.nonfinite, 1);
     assert_int_equal(u.no_uuid, 1);
-    const struct fg_usage_pod *a = &u.pods[0];
+    const struct fg_scraped_pod *a = &u.pods[0];
     assert_string_equal(a->ns, "ml");
     assert_string_equal(a->name, "a");
     assert_int_equal(a->ngpus, 2);
@@ -65,32 +65,32 @@ static void test_usage_sums(void **state)
     assert_string_equal(u.pods[2].name, "c");
     assert_false(u.pods[2].gpus[0].has_compute);
     assert_true(u.pods[2].gpus[0].has_memory);
-    fg_usage_cleanup(&u);
+    fg_scraped_cleanup(&u);
     /* over the body cap */
-    assert_int_equal(fg_usage_read(b.data, b.len, 16, &u, errmsg), FG_E_TOO_BIG);
-    fg_usage_cleanup(&u);
+    assert_int_equal(fg_scraped_read(b.data, b.len, 16, &u, errmsg), FG_E_TOO_BIG);
+    fg_scraped_cleanup(&u);
     fg_buf_cleanup(&b);
 }
 
-static void test_usage_bounds(void **state)
+static void test_scraped_bounds(void **state)
 {
     (void)state;
     struct fg_buf b = FG_BUF_INIT;
     char pod[32], uuid[32];
-    for (unsigned i = 0; i < FG_USAGE_MAX_PODS + 5; i++) {
+    for (unsigned i = 0; i < FG_SCRAPED_MAX_PODS + 5; i++) {
         snprintf(pod, sizeof(pod), "p%u", i);
         row(&b, "fracgpu_pod_gpu_utilization_ratio", pod, "c", "GPU-1", 0.1);
     }
-    for (unsigned i = 0; i < FG_USAGE_MAX_GPUS + 3; i++) {
+    for (unsigned i = 0; i < FG_SCRAPED_MAX_GPUS + 3; i++) {
         snprintf(uuid, sizeof(uuid), "GPU-%u", i + 10);
         row(&b, "fracgpu_pod_gpu_utilization_ratio", "p0", "c", uuid, 0.1);
     }
-    struct fg_usage u;
-    assert_int_equal(fg_usage_read(b.data, b.len, 16 << 20, &u, NULL), FG_OK);
-    assert_int_equal(u.npods, FG_USAGE_MAX_PODS);
-    assert_int_equal(u.pods[0].ngpus, FG_USAGE_MAX_GPUS);
+    struct fg_scraped u;
+    assert_int_equal(fg_scraped_read(b.data, b.len, 16 << 20, &u, NULL), FG_OK);
+    assert_int_equal(u.npods, FG_SCRAPED_MAX_PODS);
+    assert_int_equal(u.pods[0].ngpus, FG_SCRAPED_MAX_GPUS);
     assert_int_equal(u.dropped, 5 + 4);
-    fg_usage_cleanup(&u);
+    fg_scraped_cleanup(&u);
     fg_buf_cleanup(&b);
 }
 
@@ -141,8 +141,8 @@ static void test_target_of_pod(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_usage_sums),
-        cmocka_unit_test(test_usage_bounds),
+        cmocka_unit_test(test_scraped_sums),
+        cmocka_unit_test(test_scraped_bounds),
         cmocka_unit_test(test_uid_clock),
         cmocka_unit_test(test_target_of_pod),
     };

@@ -1,5 +1,5 @@
-/* usage — per-pod GPU use from a node agent's exposition; see usage.h. */
-#include "collector/usage.h"
+/* scraped — per-pod GPU use from a node agent's exposition; see usage.h. */
+#include "collector/scraped.h"
 
 #include <json-c/linkhash.h>
 #include <math.h>
@@ -14,7 +14,7 @@
 #define MEM "fracgpu_pod_gpu_memory_used_bytes"
 
 /* The index maps "ns/name" to the pod's place + 1 (the array moves as it grows). */
-static struct fg_usage_pod *pod_of(struct fg_usage *u, const char *ns, const char *name)
+static struct fg_scraped_pod *pod_of(struct fg_scraped *u, const char *ns, const char *name)
 {
     char *key = fg_asprintf("%s/%s", ns, name);
     void *v = NULL;
@@ -22,32 +22,32 @@ static struct fg_usage_pod *pod_of(struct fg_usage *u, const char *ns, const cha
         free(key);
         return &u->pods[(uintptr_t)v - 1];
     }
-    if (u->npods == FG_USAGE_MAX_PODS) {
+    if (u->npods == FG_SCRAPED_MAX_PODS) {
         free(key);
         return NULL;
     }
     if ((u->npods & (u->npods - 1)) == 0)   /* 0, 1, 2, 4, ...: grow at powers of two */
         u->pods = fg_realloc(u->pods, (u->npods ? 2 * u->npods : 1) * sizeof(*u->pods));
     size_t i = u->npods++;
-    u->pods[i] = (struct fg_usage_pod){ .ns = fg_strdup(ns), .name = fg_strdup(name) };
+    u->pods[i] = (struct fg_scraped_pod){ .ns = fg_strdup(ns), .name = fg_strdup(name) };
     lh_table_insert(u->index, key, (void *)(uintptr_t)(i + 1));
     return &u->pods[i];
 }
 
-static struct fg_usage_gpu *gpu_of(struct fg_usage_pod *p, const char *uuid)
+static struct fg_scraped_gpu *gpu_of(struct fg_scraped_pod *p, const char *uuid)
 {
     for (size_t i = 0; i < p->ngpus; i++)
         if (!strcmp(p->gpus[i].uuid, uuid))
             return &p->gpus[i];
-    if (p->ngpus == FG_USAGE_MAX_GPUS)
+    if (p->ngpus == FG_SCRAPED_MAX_GPUS)
         return NULL;
-    p->gpus[p->ngpus] = (struct fg_usage_gpu){ .uuid = fg_strdup(uuid) };
+    p->gpus[p->ngpus] = (struct fg_scraped_gpu){ .uuid = fg_strdup(uuid) };
     return &p->gpus[p->ngpus++];
 }
 
 static bool on_sample(void *ud, const struct fg_prom_parsed *s)
 {
-    struct fg_usage *u = ud;
+    struct fg_scraped *u = ud;
     bool util = !strcmp(s->name, UTIL), mem = !util && !strcmp(s->name, MEM);
     if (!util && !mem)
         return true;
@@ -62,8 +62,8 @@ static bool on_sample(void *ud, const struct fg_prom_parsed *s)
         u->no_uuid++;
         return true;
     }
-    struct fg_usage_pod *p = pod_of(u, ns, pod);
-    struct fg_usage_gpu *g = p ? gpu_of(p, uuid) : NULL;
+    struct fg_scraped_pod *p = pod_of(u, ns, pod);
+    struct fg_scraped_gpu *g = p ? gpu_of(p, uuid) : NULL;
     if (!g) {
         u->dropped++;
         return true;
@@ -83,7 +83,7 @@ static void free_key(struct lh_entry *e)
     free((void *)lh_entry_k(e));
 }
 
-enum fg_err fg_usage_read(const char *body, size_t len, size_t max_body, struct fg_usage *u, char *errmsg)
+enum fg_err fg_scraped_read(const char *body, size_t len, size_t max_body, struct fg_scraped *u, char *errmsg)
 {
     memset(u, 0, sizeof(*u));
     u->index = lh_kchar_table_new(64, free_key);
@@ -92,7 +92,7 @@ enum fg_err fg_usage_read(const char *body, size_t len, size_t max_body, struct 
     return fg_prom_parse(body, len, &o, on_sample, u, &u->parse, errmsg);
 }
 
-void fg_usage_cleanup(struct fg_usage *u)
+void fg_scraped_cleanup(struct fg_scraped *u)
 {
     for (size_t i = 0; i < u->npods; i++) {
         free(u->pods[i].ns);
