@@ -3,7 +3,8 @@
  * on its manager. Replicas elect a leader on the Lease fracgpu-operator; every replica keeps its
  * caches warm, answers /healthz, /readyz and /metrics and serves the admission webhook, and the leader
  * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates, the grant key) and
- * schedules (fracgpu-scheduler: placements, capacity pods).
+ * schedules (fracgpu-scheduler: placements, capacity pods) and collects per-pod GPU use from the node
+ * agents (collector/).
  */
 #include "operator/cmd_operator.h"
 
@@ -13,6 +14,7 @@
 
 #include "base/duration.h"
 #include "base/log.h"
+#include "collector/setup.h"
 #include "operator/manager/flags.h"
 #include "operator/manager/manager.h"
 #include "operator/manager/probe.h"
@@ -46,6 +48,10 @@ enum {
     OPT_CAPACITY_IDLE_GRACE,
     OPT_POD_GROUP_TIMEOUT,
     OPT_PREEMPTION_DELAY,
+    OPT_NO_COLLECTOR,
+    OPT_COLLECT_INTERVAL,
+    OPT_COLLECT_TIMEOUT,
+    OPT_COLLECT_CONCURRENCY,
 };
 
 #define MAX_KINDS 32
@@ -80,7 +86,11 @@ static void usage(FILE *out)
                  "  --capacity-idle-grace D how long a capacity pod without tenants is kept (default 5m)\n"
                  "  --pod-group-timeout D   how long a pod group's placed members wait for the rest (default 60s)\n"
                  "  --preemption-delay D    how long a pod waits for new capacity before it evicts pods of lower\n"
-                 "                          priority from a GPU (default 30s)\n");
+                 "                          priority from a GPU (default 30s)\n"
+                 "  --no-collector          do not scrape the node agents for per-pod GPU use\n"
+                 "  --collect-interval D    how often the collector scrapes every node agent (default 30s)\n"
+                 "  --collect-timeout D     how long one scrape may take (default 5s)\n"
+                 "  --collect-concurrency N node agents scraped at once, 1-1024 (default 8)\n");
 }
 
 struct args {
@@ -94,6 +104,8 @@ struct args {
     struct fg_grant_key_opts grant_key;
     bool scheduler;
     struct fg_sa_opts sched;
+    bool collector;
+    struct fg_collector_opts collect;
 };
 
 static enum fg_err duration(const char *flag, const char *arg, int64_t *ms, char *errmsg)
@@ -170,6 +182,26 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
             *to[i] = (uint64_t)ms;
         return err;
     }
+    case OPT_NO_COLLECTOR:
+        a->collector = false;
+        return FG_OK;
+    case OPT_COLLECT_INTERVAL:
+    case OPT_COLLECT_TIMEOUT: {
+        int64_t ms;
+        bool interval = c == OPT_COLLECT_INTERVAL;
+        enum fg_err err = duration(interval ? "--collect-interval" : "--collect-timeout", arg, &ms, errmsg);
+        if (!err && !interval && ms > 600000)
+            err = fg_errmsg(errmsg, FG_E_INVAL, "--collect-timeout: at most 10m, got \"%s\"", arg);
+        if (!err)
+            *(interval ? &a->collect.interval_ms : &a->collect.timeout_ms) = (uint64_t)ms;
+        return err;
+    }
+    case OPT_COLLECT_CONCURRENCY:
+        n = strtoull(arg, &end, 10);
+        a->collect.concurrency = n <= 1024 ? (unsigned)n : 0;
+        if (!*arg || *end || *arg == '-' || a->collect.concurrency < 1)
+            return fg_errmsg(errmsg, FG_E_INVAL, "--collect-concurrency wants 1 to 1024, got \"%s\"", arg);
+        return FG_OK;
     case OPT_WORKLOAD_KIND: {
         struct fg_workload_kind k;
         if (a->n_kinds == MAX_KINDS)
@@ -207,6 +239,8 @@ static int run(struct args *a, const struct fg_manager_opts *opts)
         err = fg_webhook_setup(m, &a->hook, errmsg);
     if (!err && a->scheduler)
         err = fg_sa_setup(m, &a->sched, errmsg);
+    if (!err && a->collector)
+        err = fg_collector_setup(m, &a->table, &a->collect, NULL, errmsg);
     if (!err && a->probe)
         err = fg_leader_probe_setup(m, a->probe, errmsg);
     if (err) {
@@ -241,12 +275,17 @@ int fg_cmd_operator(int argc, char **argv)
         { "capacity-idle-grace", required_argument, NULL, OPT_CAPACITY_IDLE_GRACE },
         { "pod-group-timeout", required_argument, NULL, OPT_POD_GROUP_TIMEOUT },
         { "preemption-delay", required_argument, NULL, OPT_PREEMPTION_DELAY },
+        { "no-collector", no_argument, NULL, OPT_NO_COLLECTOR },
+        { "collect-interval", required_argument, NULL, OPT_COLLECT_INTERVAL },
+        { "collect-timeout", required_argument, NULL, OPT_COLLECT_TIMEOUT },
+        { "collect-concurrency", required_argument, NULL, OPT_COLLECT_CONCURRENCY },
         { NULL, 0, NULL, 0 },
     };
     const char *pod_ns = getenv("POD_NAMESPACE");
     struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT,
                       .grant_key = { .secret = FG_SECRET_GRANT_KEY, .policy = FG_GRANT_KEY_POLICY_DEFAULT },
-                      .scheduler = true, .sched = FG_SA_OPTS_DEFAULT };
+                      .scheduler = true, .sched = FG_SA_OPTS_DEFAULT, .collector = true,
+                      .collect = FG_COLLECTOR_OPTS_DEFAULT };
     a.hook.ns = pod_ns && *pod_ns ? pod_ns : "fracgpu-system";
     a.grant_key.ns = a.hook.ns;
     a.sched.ns = a.hook.ns;

@@ -110,6 +110,7 @@ static void test_help(void **state)
     EXPECT(0, "--leader-elect-lease-duration", "operator", "-h");
     EXPECT(0, "--workload-kind GROUP/VERSION/KIND/PLURAL[=CLASS]", "operator", "--help");
     EXPECT(0, "--grant-key-rotation D", "operator", "--help");
+    EXPECT(0, "--collect-interval D", "operator", "--help");
     EXPECT(0, "usage: fracgpu node-agent", "node-agent", "--help");
     EXPECT(0, "capacity-holder", "help");
     EXPECT(0, "usage: fracgpu capacity-holder", "capacity-holder", "--help");
@@ -153,6 +154,11 @@ static void test_operator_usage(void **state)
     EXPECT(2, "--kube-api-burst wants 1 to 1000000", "operator", "--kube-api-burst", "-5");
     EXPECT(2, "--preemption-delay wants a positive duration", "operator", "--preemption-delay", "never");
     EXPECT(2, "--pod-group-timeout wants a positive duration", "operator", "--pod-group-timeout", "0s");
+    EXPECT(2, "--collect-interval wants a positive duration", "operator", "--collect-interval", "0s");
+    EXPECT(2, "--collect-timeout wants a positive duration", "operator", "--collect-timeout", "soon");
+    EXPECT(2, "--collect-timeout: at most 10m", "operator", "--collect-timeout", "11m");
+    EXPECT(2, "--collect-concurrency wants 1 to 1024", "operator", "--collect-concurrency", "0");
+    EXPECT(2, "--collect-concurrency wants 1 to 1024", "operator", "--collect-concurrency", "2000");
     EXPECT(1, "/nonexistent/kubeconfig", "operator", "--kubeconfig", "/nonexistent/kubeconfig", "--listen",
            "127.0.0.1:0");
     EXPECT(1, "/nonexistent/kubeconfig", "operator", "--leader-elect=false", "--kubeconfig", "/nonexistent/kubeconfig");
