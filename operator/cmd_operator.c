@@ -4,7 +4,7 @@
  * caches warm, answers /healthz, /readyz and /metrics and serves the admission webhook, and the leader
  * alone reconciles (GPUPolicies, workloads' automation, the webhook's certificates, the grant key) and
  * schedules (fracgpu-scheduler: placements, capacity pods) and collects per-pod GPU use from the node
- * agents (collector/).
+ * agents (collector/), which the rightsizer turns into allocations (reconcilers/rightsizer.h).
  */
 #include "operator/cmd_operator.h"
 
@@ -14,6 +14,7 @@
 
 #include "base/duration.h"
 #include "base/log.h"
+#include "collector/collector.h"
 #include "collector/setup.h"
 #include "operator/manager/flags.h"
 #include "operator/manager/manager.h"
@@ -22,6 +23,7 @@
 #include "reconcilers/grant.h"
 #include "reconcilers/grant_key_reconciler.h"
 #include "reconcilers/policy.h"
+#include "reconcilers/rightsizer.h"
 #include "reconcilers/workload_reconciler.h"
 #include "scheduler/adapter/adapter.h"
 #include "scheduler/policies/policy.h"
@@ -52,6 +54,11 @@ enum {
     OPT_COLLECT_INTERVAL,
     OPT_COLLECT_TIMEOUT,
     OPT_COLLECT_CONCURRENCY,
+    OPT_NO_RIGHTSIZING,
+    OPT_RIGHTSIZING_INTERVAL,
+    OPT_CHECKPOINT_INTERVAL,
+    OPT_CHECKPOINT_TTL,
+    OPT_RIGHTSIZING_MIN_REPLICAS,
 };
 
 #define MAX_KINDS 32
@@ -90,7 +97,13 @@ static void usage(FILE *out)
                  "  --no-collector          do not scrape the node agents for per-pod GPU use\n"
                  "  --collect-interval D    how often the collector scrapes every node agent (default 30s)\n"
                  "  --collect-timeout D     how long one scrape may take (default 5s)\n"
-                 "  --collect-concurrency N node agents scraped at once, 1-1024 (default 8)\n");
+                 "  --collect-concurrency N node agents scraped at once, 1-1024 (default 8)\n"
+                 "  --no-rightsizing        collect nothing into recommendations (docs/rightsizing.md)\n"
+                 "  --rightsizing-interval D how often recommendations are decided, written and applied (default 30s)\n"
+                 "  --checkpoint-interval D how often a workload's changed history is saved in its GPUCheckpoint\n"
+                 "                          (default 60s)\n"
+                 "  --checkpoint-ttl D      how long a GPUCheckpoint outlives its workload (default 168h)\n"
+                 "  --rightsizing-min-replicas N  Auto mode rolls workloads of at least N pods (default 2)\n");
 }
 
 struct args {
@@ -106,6 +119,8 @@ struct args {
     struct fg_sa_opts sched;
     bool collector;
     struct fg_collector_opts collect;
+    bool rightsizing;
+    struct fg_rightsizer_opts rightsize;
 };
 
 static enum fg_err duration(const char *flag, const char *arg, int64_t *ms, char *errmsg)
@@ -202,6 +217,24 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
         if (!*arg || *end || *arg == '-' || a->collect.concurrency < 1)
             return fg_errmsg(errmsg, FG_E_INVAL, "--collect-concurrency wants 1 to 1024, got \"%s\"", arg);
         return FG_OK;
+    case OPT_NO_RIGHTSIZING:
+        a->rightsizing = false;
+        return FG_OK;
+    case OPT_RIGHTSIZING_INTERVAL:
+    case OPT_CHECKPOINT_INTERVAL:
+    case OPT_CHECKPOINT_TTL: {
+        static const char *const names[] = { "--rightsizing-interval", "--checkpoint-interval", "--checkpoint-ttl" };
+        int64_t *const to[] = { &a->rightsize.interval_ms, &a->rightsize.checkpoint_interval_ms,
+                                &a->rightsize.checkpoint_ttl_ms };
+        int i = c - OPT_RIGHTSIZING_INTERVAL;
+        return duration(names[i], arg, to[i], errmsg);
+    }
+    case OPT_RIGHTSIZING_MIN_REPLICAS:
+        n = strtoull(arg, &end, 10);
+        if (!*arg || *end || *arg == '-' || n < 1 || n > 1000)
+            return fg_errmsg(errmsg, FG_E_INVAL, "--rightsizing-min-replicas wants 1 to 1000, got \"%s\"", arg);
+        a->rightsize.min_replicas = (unsigned)n;
+        return FG_OK;
     case OPT_WORKLOAD_KIND: {
         struct fg_workload_kind k;
         if (a->n_kinds == MAX_KINDS)
@@ -219,6 +252,14 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
     }
     }
     return fg_errmsg(errmsg, FG_E_INVAL, "unknown option");
+}
+
+/* The collector's samples, handed to the rightsizer (both on the kube loop). */
+static void to_rightsizer(void *ud, const struct fg_collector_sample *s)
+{
+    struct fg_rightsizer_sample x = { s->ns, s->gpuworkload, s->pod_uid, s->t_ms,
+                                      s->has_compute, s->has_memory, s->compute_milli, s->memory_mib };
+    fg_rightsizer_sample(ud, &x);
 }
 
 /* Builds the manager with everything the operator runs, and runs it. */
@@ -239,8 +280,13 @@ static int run(struct args *a, const struct fg_manager_opts *opts)
         err = fg_webhook_setup(m, &a->hook, errmsg);
     if (!err && a->scheduler)
         err = fg_sa_setup(m, &a->sched, errmsg);
+    struct fg_collector *collector = NULL;
+    struct fg_rightsizer *rightsizer = NULL;
     if (!err && a->collector)
-        err = fg_collector_setup(m, &a->table, &a->collect, NULL, errmsg);
+        err = fg_collector_setup(m, &a->table, &a->collect, &collector, errmsg);
+    if (!err && a->collector && a->rightsizing && (err = fg_rightsizer_setup(m, &a->rightsize, &rightsizer, errmsg)) == FG_OK &&
+        (err = fg_collector_subscribe(collector, to_rightsizer, rightsizer)) != FG_OK)
+        fg_errmsg(errmsg, err, "cannot hand the collector's samples to the rightsizer");
     if (!err && a->probe)
         err = fg_leader_probe_setup(m, a->probe, errmsg);
     if (err) {
@@ -279,16 +325,23 @@ int fg_cmd_operator(int argc, char **argv)
         { "collect-interval", required_argument, NULL, OPT_COLLECT_INTERVAL },
         { "collect-timeout", required_argument, NULL, OPT_COLLECT_TIMEOUT },
         { "collect-concurrency", required_argument, NULL, OPT_COLLECT_CONCURRENCY },
+        { "no-rightsizing", no_argument, NULL, OPT_NO_RIGHTSIZING },
+        { "rightsizing-interval", required_argument, NULL, OPT_RIGHTSIZING_INTERVAL },
+        { "checkpoint-interval", required_argument, NULL, OPT_CHECKPOINT_INTERVAL },
+        { "checkpoint-ttl", required_argument, NULL, OPT_CHECKPOINT_TTL },
+        { "rightsizing-min-replicas", required_argument, NULL, OPT_RIGHTSIZING_MIN_REPLICAS },
         { NULL, 0, NULL, 0 },
     };
     const char *pod_ns = getenv("POD_NAMESPACE");
     struct args a = { .workers = 2, .webhook = true, .hook = FG_WEBHOOK_OPTS_DEFAULT,
                       .grant_key = { .secret = FG_SECRET_GRANT_KEY, .policy = FG_GRANT_KEY_POLICY_DEFAULT },
                       .scheduler = true, .sched = FG_SA_OPTS_DEFAULT, .collector = true,
-                      .collect = FG_COLLECTOR_OPTS_DEFAULT };
+                      .collect = FG_COLLECTOR_OPTS_DEFAULT, .rightsizing = true,
+                      .rightsize = FG_RIGHTSIZER_OPTS_DEFAULT };
     a.hook.ns = pod_ns && *pod_ns ? pod_ns : "fracgpu-system";
     a.grant_key.ns = a.hook.ns;
     a.sched.ns = a.hook.ns;
+    a.rightsize.capacity_ns = a.hook.ns;
     size_t builtins = fg_workload_builtin_kinds.n;
     memcpy(a.kinds, fg_workload_builtin_kinds.v, builtins * sizeof(*a.kinds));
     a.n_kinds = builtins;

@@ -9,7 +9,7 @@
  *   2. an automated Deployment of four pods asking for whole GPUs, using 10% and 2 GiB each, starts
  *      on four GPUs (three nodes, with a fifth GPU for an Off-mode Deployment);
  *   3. once its history covers minHistory its pods are rolled, one eviction at a time, to the
- *      recommendation and packed onto one GPU: capacity pods go and so do two nodes; the Off-mode
+ *      recommendation and packed onto one GPU: three capacity pods go and so does a node; the Off-mode
  *      workload gets a recommendation in its status, and its pod is the same pod, still whole;
  *   4. a usage jump (a new template: 60% and 6 GiB) raises the allocation within a collection
  *      interval plus the roll: memory overused → memory bumped at once, the pods rolled to it;
@@ -207,8 +207,8 @@ static void test_rightsized(void **state)
            (double)(fg_clock_mono_ns() - t0) / 1e9);
     assert_true(status_int("deployment-sd", "recommendation", "computeMilli") < 200);
     assert_int_equal(status_int("deployment-sd", "recommendation", "memoryMiB"), 2560);
-    /* capacity pods of the emptied GPUs go, and the nodes they held */
-    size_t want[2] = { 2, 1 };
+    /* capacity pods of the emptied GPUs go, and the node they held: sd's GPU and watch's stay */
+    size_t want[2] = { 2, 2 };
     if (!share_eventually(counts_are, want, 60))
         share_show_and_fail(&e.sim, "the emptied GPUs and nodes were not given back");
     /* Off: a recommendation in status, the same pod still whole */
