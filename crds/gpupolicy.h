@@ -23,7 +23,7 @@
 
 #include "base/err.h"
 
-/* The API group and version of both custom resources, and their names, as the CRD YAML files declare them
+/* The API group and version of fracgpu's custom resources, and their names, as the CRD YAML files declare them
  * (test_schema checks that they agree). How to reach them over REST is the client's business: see
  * reconcilers/resources.h. */
 #define FG_GROUP "fracgpu.io"
@@ -33,6 +33,8 @@
 #define FG_GPUPOLICY_PLURAL "gpupolicies"
 #define FG_GPUWORKLOAD_KIND "GPUWorkload"
 #define FG_GPUWORKLOAD_PLURAL "gpuworkloads"
+#define FG_GPUCHECKPOINT_KIND "GPUCheckpoint"
+#define FG_GPUCHECKPOINT_PLURAL "gpucheckpoints"
 
 enum fg_workload_class { FG_CLASS_INFERENCE, FG_CLASS_TRAINING, FG_CLASS_BATCH, FG_CLASS_BUILD };
 enum fg_sharing { FG_SHARING_TIMESLICE, FG_SHARING_MPS, FG_SHARING_EXCLUSIVE };

@@ -11,3 +11,7 @@ const struct fg_kube_resource fg_crd_gpuworkloads = {
     .group = FG_GROUP, .version = FG_CRD_VERSION, .plural = FG_GPUWORKLOAD_PLURAL, .kind = FG_GPUWORKLOAD_KIND,
     .namespaced = true,
 };
+const struct fg_kube_resource fg_crd_gpucheckpoints = {
+    .group = FG_GROUP, .version = FG_CRD_VERSION, .plural = FG_GPUCHECKPOINT_PLURAL, .kind = FG_GPUCHECKPOINT_KIND,
+    .namespaced = true,
+};

@@ -8,7 +8,7 @@
 
 #include "operator/kube/resource.h"
 
-/* GPUPolicies (cluster-scoped) and GPUWorkloads (namespaced), fracgpu.io/v1alpha1. */
-extern const struct fg_kube_resource fg_crd_gpupolicies, fg_crd_gpuworkloads;
+/* GPUPolicies (cluster-scoped), GPUWorkloads and GPUCheckpoints (namespaced), fracgpu.io/v1alpha1. */
+extern const struct fg_kube_resource fg_crd_gpupolicies, fg_crd_gpuworkloads, fg_crd_gpucheckpoints;
 
 #endif

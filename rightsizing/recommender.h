@@ -23,9 +23,10 @@
  * the applied memory and the memory in use, at least FG_REC_BUMP_MIN_MIB more, held for the window.
  *
  * Applying (fg_rec_decide) is where thrash is prevented. The allocation applied is kept in the state.
- * A dimension goes up as soon as its target is above what is applied; it goes down only once the
- * cooldown has passed since the last change and the target is at least changeThresholdPercent below
- * what is applied. A noisy but stationary workload therefore changes at most once per cooldown.
+ * A dimension changes only when its target is at least changeThresholdPercent away from what is
+ * applied: up at once, down only once the cooldown has passed since the last change. A bump raises
+ * memory at once whatever the threshold. A noisy but stationary workload therefore changes at most
+ * once per cooldown, and not at all once its targets have settled within the threshold.
  *
  * Hostile samples are refused, never stored, and counted by reason in the state: NaN or infinite
  * values, negative ones, compute above a whole GPU, memory above the GPU's (or the policy's maximum
@@ -94,7 +95,8 @@ struct fg_rec_state {
     uint64_t refused[FG_REC_REFUSALS];
     double bump_mib;            /* the memory floor an OOM kill or overuse set (0: none) */
     int64_t bump_ms;            /* when; the floor holds for the window */
-    uint64_t ooms;              /* out-of-memory kills and overuses seen */
+    bool bump_from_oom;         /* the latest bump came from an OOM kill (else from an overuse) */
+    uint64_t ooms, overuses;    /* how many of each were seen */
     struct fg_rec_applied applied;
 };
 

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ struct names {
 };
 
 static void check_crd_frame(const char *file, const struct names *res, const char *scope, const char *short_name,
-                            const char *const *columns)
+                            const char *const *columns, bool status_subresource)
 {
     json_object *crd = load_crd(file);
     char name[128];
@@ -162,7 +163,10 @@ static void check_crd_frame(const char *file, const struct names *res, const cha
                         short_name);
     json_object *version = json_object_array_get_idx(fg_json_get(crd, "spec", "versions", NULL), 0);
     assert_string_equal(fg_json_get_str(version, "name", NULL), res->version);
-    assert_non_null(fg_json_get(version, "subresources", "status", NULL));
+    if (status_subresource)
+        assert_non_null(fg_json_get(version, "subresources", "status", NULL));
+    else
+        assert_null(fg_json_get(version, "subresources", NULL));
     json_object *cols = fg_json_get(version, "additionalPrinterColumns", NULL);
     size_t shown = 0;
     for (size_t i = 0; i < json_object_array_length(cols); i++) {
@@ -184,11 +188,15 @@ static void test_crd_frames(void **state)
     /* The columns `kubectl get` prints, in order (upper-cased by kubectl): docs/policies.md lists GPUPolicy's. */
     const char *const policy_cols[] = { "Class", "Sharing", "Window", "Compute-P", "Headroom", "Workloads", "Age", NULL };
     const struct names policy = { FG_GROUP, FG_CRD_VERSION, FG_GPUPOLICY_PLURAL, FG_GPUPOLICY_KIND };
-    check_crd_frame("gpupolicies.yaml", &policy, "Cluster", "gpol", policy_cols);
+    check_crd_frame("gpupolicies.yaml", &policy, "Cluster", "gpol", policy_cols, true);
     const char *const workload_cols[] = { "Target", "Policy", "Pods", "Compute", "Memory", "Recommended",
                                           "GPUs-Before", "GPUs-After", "GPUs-Saved", "Age", NULL };
     const struct names workload = { FG_GROUP, FG_CRD_VERSION, FG_GPUWORKLOAD_PLURAL, FG_GPUWORKLOAD_KIND };
-    check_crd_frame("gpuworkloads.yaml", &workload, "Namespaced", "gpuw", workload_cols);
+    check_crd_frame("gpuworkloads.yaml", &workload, "Namespaced", "gpuw", workload_cols, true);
+    /* written whole by the operator: no status subresource */
+    const char *const checkpoint_cols[] = { "Target", "Samples", "Last-Update", "Age", NULL };
+    const struct names checkpoint = { FG_GROUP, FG_CRD_VERSION, FG_GPUCHECKPOINT_PLURAL, FG_GPUCHECKPOINT_KIND };
+    check_crd_frame("gpucheckpoints.yaml", &checkpoint, "Namespaced", "gpuckpt", checkpoint_cols, false);
 }
 
 int main(void)

@@ -103,7 +103,7 @@ enum fg_err fg_harness_namespace(struct fg_harness *h, const char *name)
 
 enum fg_err fg_harness_crds(struct fg_harness *h, char *errmsg)
 {
-    static const char *const files[] = { "gpupolicies.yaml", "gpuworkloads.yaml" };
+    static const char *const files[] = { "gpupolicies.yaml", "gpuworkloads.yaml", "gpucheckpoints.yaml" };
     const char *src = getenv("FG_SOURCE_DIR");
     if (!src)
         return fg_errmsg(errmsg, FG_E_INVAL, "FG_SOURCE_DIR is not set: where are the CRDs?");
