@@ -6,7 +6,7 @@ FROM debian:bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake pkg-config \
       libcurl4-openssl-dev libjson-c-dev libyaml-dev libssl-dev libevent-dev libcmocka-dev coinor-libclp-dev \
-      libprotobuf-c-dev protobuf-c-compiler \
+      libprotobuf-c-dev protobuf-c-compiler liblzma-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -18,7 +18,7 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=Release -DFG_SANITIZE=OFF \
 FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates libcurl4 libjson-c5 libyaml-0-2 libssl3 \
-      libevent-2.1-7 libevent-pthreads-2.1-7 libevent-openssl-2.1-7 coinor-libclp1 \
+      libevent-2.1-7 libevent-pthreads-2.1-7 libevent-openssl-2.1-7 coinor-libclp1 liblzma5 zlib1g \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/fracgpu /usr/local/bin/fracgpu
 # GnuTLS is loaded only as a dependency of libcurl's LDAP and RTMP support, which fracgpu never uses

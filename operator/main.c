@@ -18,6 +18,7 @@
 #include "nodeagent/cmd_capacity_holder.h"
 #include "nodeagent/cmd_node_agent.h"
 #include "operator/cmd_operator.h"
+#include "rightsizing/simulate/cmd_simulate.h"
 #include "scheduler/replay/cmd_replay.h"
 
 static int cmd_version(int argc, char **argv)
@@ -47,6 +48,7 @@ static const struct role roles[] = {
     { "node-agent", "one per GPU node: per-pod GPU metrics and the fracgpu.io/gpu-share device plugin", fg_cmd_node_agent },
     { "capacity-holder", "a capacity pod's process: reports its GPU, runs its MPS daemon", fg_cmd_capacity_holder },
     { "replay", "replay a GPU trace through the scheduler (placement experiment)", fg_cmd_replay },
+    { "simulate", "replay per-pod GPU usage through the recommender and the scheduler (rightsizing experiment)", fg_cmd_simulate },
     { "version", "print the fracgpu version", cmd_version },
 };
 

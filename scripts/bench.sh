@@ -12,3 +12,8 @@ for b in "$build"/bench/fg_bench_*; do
   echo "== $(basename "$b")"
   "$b" "${args[@]}"
 done
+# The rightsizing experiment's table (docs/rightsizing.md): every built-in policy, whole trace and halves.
+echo "== rightsizing_table"
+tmp=$(mktemp -d)
+bench/rightsizing/rightsizing_table.sh --run "$build" "$tmp"
+rm -rf "$tmp"

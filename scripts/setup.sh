@@ -15,6 +15,7 @@ packages=(
   protobuf-c-compiler    # protoc-c generates their C at build time
   libnghttp2-dev         # HTTP/2 under the device plugin's gRPC (the kubelet's unix sockets)
   coinor-libclp-dev      # COIN-OR Clp: the linear program behind the scheduler's prices
+  liblzma-dev zlib1g-dev # xz and gzip usage traces read by fracgpu simulate
   openssl                # certificate tooling used by e2e tests
   xz-utils               # the build decompresses the traces in data/
   prometheus             # promtool and a real Prometheus for e2e

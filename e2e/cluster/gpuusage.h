@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "e2e/cluster/gentd26.h"
+#include "rightsizing/gentd26.h"
 
 #define FG_SIM_ANN_GPU_SM "sim.fracgpu.io/gpu-sm"
 #define FG_SIM_ANN_GPU_MEMORY "sim.fracgpu.io/gpu-memory"

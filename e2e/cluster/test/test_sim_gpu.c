@@ -39,7 +39,7 @@
 #include "base/buf.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "e2e/cluster/gentd26.h"
+#include "rightsizing/gentd26.h"
 #include "e2e/cluster/runtime.h"
 #include "e2e/cluster/simids.h"
 #include "e2e/tests/harness.h"

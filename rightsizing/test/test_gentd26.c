@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "e2e/cluster/gentd26.h"
+#include "rightsizing/gentd26.h"
 
 #define A "aaaaaaaa000000000000000000000001"
 #define B "aaaaaaab000000000000000000000002"

@@ -4,9 +4,10 @@
  * Every row of both files is read into one array (pod hash, kind, time, value), sorted by hash,
  * kind and time, and cut into series; times become seconds after the earliest sample of either
  * file. A row is refused unless its hash is 32 hex digits, its time a number and its value a
- * finite number from 0 (at most 100 for a utilization).
+ * finite number from 0 (at most 100 for a utilization). Reading files (plain or compressed) is
+ * gentd26_file.c's.
  */
-#include "e2e/cluster/gentd26.h"
+#include "rightsizing/gentd26.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -17,12 +18,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "base/buf.h"
 #include "base/csv.h"
 #include "base/mem.h"
 
 #define STEP_S 60                       /* the trace samples about once a minute */
-#define FILE_LIMIT (64u << 20)
 
 enum kind { UTIL, MEM };
 
@@ -60,6 +59,25 @@ static bool hash_id(const char *s)
     return true;
 }
 
+static void push(struct rows *rows, const struct row *row)
+{
+    if (rows->n == rows->cap) {
+        rows->cap = rows->cap ? 2 * rows->cap : 4096;
+        rows->v = fg_realloc(rows->v, rows->cap * sizeof *rows->v);
+    }
+    rows->v[rows->n++] = *row;
+}
+
+/* Checks one value cell of kind into *v; FG_E_PARSE naming column and line otherwise. */
+static enum fg_err value_cell(const struct fg_csv *r, const char *column, const char *text, enum kind kind, double *v,
+                              char *errmsg)
+{
+    if (!number(text, v) || *v < 0 || (kind == UTIL && *v > 100))
+        return fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: %s '%s' is not a number from 0%s", r->origin, r->line, column,
+                         text, kind == UTIL ? " to 100" : "");
+    return FG_OK;
+}
+
 /* Appends every row of one file to rows. */
 static enum fg_err read_file(struct rows *rows, const char *text, const char *origin, enum kind kind, char *errmsg)
 {
@@ -72,10 +90,9 @@ static enum fg_err read_file(struct rows *rows, const char *text, const char *or
     while (!err && !(err = fg_csv_next(&r, cells, &more, errmsg)) && more) {
         struct row row = { .kind = (unsigned char)kind };
         const char *value = cells[col[0]], *time = cells[col[1]], *id = cells[col[2]];
-        if (!number(value, &row.v) || row.v < 0 || (kind == UTIL && row.v > 100))
-            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: value '%s' is not a number from 0%s", origin, r.line, value,
-                            kind == UTIL ? " to 100" : "");
-        else if (!number(time, &row.t))
+        if ((err = value_cell(&r, "value", value, kind, &row.v, errmsg)))
+            break;
+        if (!number(time, &row.t))
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: timestamp_anon '%s' is not a number", origin, r.line, time);
         else if (!hash_id(id))
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: container_ip '%s' is not %d hex digits", origin, r.line, id,
@@ -83,11 +100,46 @@ static enum fg_err read_file(struct rows *rows, const char *text, const char *or
         if (err)
             break;
         memcpy(row.id, id, FG_GENTD26_ID_LEN + 1);
-        if (rows->n == rows->cap) {
-            rows->cap = rows->cap ? 2 * rows->cap : 4096;
-            rows->v = fg_realloc(rows->v, rows->cap * sizeof *rows->v);
+        push(rows, &row);
+    }
+    fg_csv_close(&r);
+    return err;
+}
+
+/* Appends every row of a combined file to rows: one row per value present. */
+static enum fg_err read_combined(struct rows *rows, const char *text, const char *origin, size_t *nutil, char *errmsg)
+{
+    static const char *const need[] = { "timestamp_anon", "container_ip", "duty_cycle", "memory_bytes", NULL };
+    int col[4];
+    struct fg_csv r;
+    enum fg_err err = fg_csv_open(&r, text, origin, need, col, errmsg);
+    char *cells[FG_CSV_MAX_CELLS];
+    bool more = !err;
+    while (!err && !(err = fg_csv_next(&r, cells, &more, errmsg)) && more) {
+        const char *time = cells[col[0]], *id = cells[col[1]], *util = cells[col[2]], *mem = cells[col[3]];
+        struct row row = { .kind = UTIL };
+        if (!number(time, &row.t))
+            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: timestamp_anon '%s' is not a number", origin, r.line, time);
+        else if (!hash_id(id))
+            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: container_ip '%s' is not %d hex digits", origin, r.line, id,
+                            FG_GENTD26_ID_LEN);
+        else if (!*util && !*mem)
+            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: neither duty_cycle nor memory_bytes is given", origin, r.line);
+        if (err)
+            break;
+        memcpy(row.id, id, FG_GENTD26_ID_LEN + 1);
+        if (*util) {
+            if ((err = value_cell(&r, "duty_cycle", util, UTIL, &row.v, errmsg)))
+                break;
+            push(rows, &row);
+            ++*nutil;
         }
-        rows->v[rows->n++] = row;
+        if (*mem) {
+            row.kind = MEM;
+            if ((err = value_cell(&r, "memory_bytes", mem, MEM, &row.v, errmsg)))
+                break;
+            push(rows, &row);
+        }
     }
     fg_csv_close(&r);
     return err;
@@ -160,22 +212,19 @@ enum fg_err fg_gentd26_parse(struct fg_gentd26 *t, const char *util_csv, const c
     return err;
 }
 
-enum fg_err fg_gentd26_load(struct fg_gentd26 *t, const char *dir, char *errmsg)
+enum fg_err fg_gentd26_parse_combined(struct fg_gentd26 *t, const char *csv, const char *origin, char *errmsg)
 {
     memset(t, 0, sizeof *t);
-    char util_path[4096], mem_path[4096];
-    snprintf(util_path, sizeof util_path, "%s/%s", dir, FG_GENTD26_UTIL_FILE);
-    snprintf(mem_path, sizeof mem_path, "%s/%s", dir, FG_GENTD26_MEMORY_FILE);
-    struct fg_buf util, mem;
-    fg_buf_init(&util, FILE_LIMIT);
-    fg_buf_init(&mem, FILE_LIMIT);
-    enum fg_err err = fg_buf_read_file(&util, util_path, errmsg);
-    if (!err)
-        err = fg_buf_read_file(&mem, mem_path, errmsg);
-    if (!err)
-        err = fg_gentd26_parse(t, fg_buf_str(&util), util_path, fg_buf_str(&mem), mem_path, errmsg);
-    fg_buf_cleanup(&util);
-    fg_buf_cleanup(&mem);
+    struct rows rows = { 0 };
+    size_t nutil = 0;
+    enum fg_err err = read_combined(&rows, csv, origin, &nutil, errmsg);
+    if (!err) {
+        t->util_rows = nutil;
+        t->mem_rows = rows.n - nutil;
+        qsort(rows.v, rows.n, sizeof *rows.v, row_order);
+        build(t, &rows);
+    }
+    free(rows.v);
     return err;
 }
 
