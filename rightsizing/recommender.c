@@ -110,12 +110,21 @@ static double window_peak(const struct fg_rec_state *s, int64_t now_ms)
     return peak;
 }
 
+/* Raises the memory floor at t_ms. An OOM kill: FG_REC_BUMP_RATIO × the larger of the applied memory and
+ * the memory in use, at least FG_REC_BUMP_MIN_MIB more (the kill says the pod needed more than it
+ * showed). An overuse: the use with the policy's headroom, as the recommendation would make of that
+ * peak, only sooner. */
 static void set_bump(struct fg_rec_state *s, const struct fg_rec_opts *o, int64_t t_ms, double used_mib, bool oom)
 {
-    double base = used_mib > (double)s->applied.memory_mib ? used_mib : (double)s->applied.memory_mib;
-    double floor = base * FG_REC_BUMP_RATIO;
-    if (floor < base + FG_REC_BUMP_MIN_MIB)
-        floor = base + FG_REC_BUMP_MIN_MIB;
+    double floor;
+    if (oom) {
+        double base = used_mib > (double)s->applied.memory_mib ? used_mib : (double)s->applied.memory_mib;
+        floor = base * FG_REC_BUMP_RATIO;
+        if (floor < base + FG_REC_BUMP_MIN_MIB)
+            floor = base + FG_REC_BUMP_MIN_MIB;
+    } else {
+        floor = used_mib * (1 + (double)o->policy.memory.headroom_percent / 100.0);
+    }
     if (floor > memory_cap(o))
         floor = memory_cap(o);
     if (floor > s->bump_mib || t_ms - s->bump_ms > window_ms(o))

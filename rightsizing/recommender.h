@@ -18,9 +18,11 @@
  *            target either way with no history and closes on the target as the window fills;
  *   nothing  before the history covers the policy's minHistory: the pod keeps its whole GPU.
  *
- * Memory running out raises memory at once, as VPA's OOM bump: a sample above the applied memory
- * (overuse) or an out-of-memory kill (fg_rec_oom) sets a floor of FG_REC_BUMP_RATIO × the larger of
- * the applied memory and the memory in use, at least FG_REC_BUMP_MIN_MIB more, held for the window.
+ * Memory running out raises memory at once, whatever the cooldown and threshold, with a floor held for
+ * the window: an out-of-memory kill (fg_rec_oom), as VPA's OOM bump, to FG_REC_BUMP_RATIO × the larger
+ * of the applied memory and the memory in use, at least FG_REC_BUMP_MIN_MIB more; a sample above the
+ * applied memory (an overuse: a new peak, nothing failed yet) to that use × (1 + headroom), what the
+ * recommendation makes of the new peak, only sooner.
  *
  * Applying (fg_rec_decide) is where thrash is prevented. The allocation applied is kept in the state.
  * A dimension changes only when its target is at least changeThresholdPercent away from what is
