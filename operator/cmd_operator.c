@@ -100,8 +100,8 @@ static void usage(FILE *out)
                  "  --collect-concurrency N node agents scraped at once, 1-1024 (default 8)\n"
                  "  --no-rightsizing        collect nothing into recommendations (docs/rightsizing.md)\n"
                  "  --rightsizing-interval D how often recommendations are decided, written and applied (default 30s)\n"
-                 "  --checkpoint-interval D how often a workload's changed history is saved in its GPUCheckpoint\n"
-                 "                          (default 60s)\n"
+                 "  --checkpoint-interval D how often a workload's changed history is saved in its GPUCheckpoint and\n"
+                 "                          its status.usage refreshed (default 5m)\n"
                  "  --checkpoint-ttl D      how long a GPUCheckpoint outlives its workload (default 168h)\n"
                  "  --rightsizing-min-replicas N  Auto mode rolls workloads of at least N pods (default 2)\n");
 }

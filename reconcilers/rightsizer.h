@@ -7,7 +7,8 @@
  *   - notes out-of-memory kills: a container of one of its pods restarted, having been OOMKilled or
  *     having used at least FG_RS_OOM_SHARE of its memory allocation at its last sample;
  *   - decides (fg_rec_decide: up at once, down after the cooldown and beyond the threshold) and writes
- *     status.usage and status.recommendation on the GPUWorkload, with an Event for each change;
+ *     status.recommendation on the GPUWorkload when it changes, with an Event for each change, and
+ *     status.usage with it or at most once per checkpoint interval;
  *     the admission webhook gives new pods the recommendation in Initial and Auto mode, none in Off;
  *   - in Auto mode rolls the pods whose allocation is not the recommendation's, one at a time, through
  *     the Eviction API (so PodDisruptionBudgets are honoured; a refusal is asked again next interval),
@@ -31,13 +32,13 @@
 
 struct fg_rightsizer_opts {
     int64_t interval_ms;              /* decisions, status and rolls (default 30 s) */
-    int64_t checkpoint_interval_ms;   /* how often a changed state is saved (default 60 s) */
+    int64_t checkpoint_interval_ms;   /* how often a changed state is saved, and usage refreshed (default 5 min) */
     int64_t checkpoint_ttl_ms;        /* how long a checkpoint outlives its GPUWorkload (default 7 d) */
     unsigned min_replicas;            /* Auto rolls a workload with at least this many pods (default 2) */
     const char *capacity_ns;          /* where the capacity pods live (borrowed for the manager's life) */
 };
 
-#define FG_RIGHTSIZER_OPTS_DEFAULT { 30 * 1000ll, 60 * 1000ll, 7 * 24 * 3600 * 1000ll, 2, "fracgpu-system" }
+#define FG_RIGHTSIZER_OPTS_DEFAULT { 30 * 1000ll, 5 * 60 * 1000ll, 7 * 24 * 3600 * 1000ll, 2, "fracgpu-system" }
 
 /* One pod's use at one scrape, attributed to its GPUWorkload; strings borrowed for the call. */
 struct fg_rightsizer_sample {

@@ -38,6 +38,7 @@ struct rs_workload {
     enum fg_update_mode mode;
     bool dirty;                 /* changed since last saved */
     int64_t saved_ms;           /* when last saved (0: never by this replica) */
+    int64_t usage_written_ms;   /* when status.usage was last written (0: never by this replica) */
     int64_t gpu_memory_mib;     /* the smallest GPU its pods were seen on (0: none seen) */
     bool seen;                  /* its GPUWorkload was met in this interval's walk */
     bool evicting;              /* an eviction is in flight */

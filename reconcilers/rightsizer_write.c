@@ -67,10 +67,15 @@ void rs_write_status(struct fg_rightsizer *r, struct rs_workload *w, json_object
     /* the members written as null (to remove them) are absent from the stored object */
     json_object *want_rec = json_object_new_object();
     json_object_object_foreach(rec, k, v) if (v) json_object_object_add(want_rec, k, json_object_get(v));
-    bool same = json_object_equal(usage, fg_json_get(gw, "status", "usage", NULL)) &&
-                json_object_equal(want_rec, cur_rec);
+    /* the recommendation as soon as it changes; usage, which moves with every sample, once per
+     * checkpoint interval: a write per workload per interval would crowd the client's rate limit */
+    json_object *cur_usage = fg_json_get(gw, "status", "usage", NULL);
+    bool rec_changed = !json_object_equal(want_rec, cur_rec);
+    bool usage_due = !cur_usage || (!json_object_equal(usage, cur_usage) &&
+                                    now_ms - w->usage_written_ms >= r->o.checkpoint_interval_ms);
     json_object_put(want_rec);
-    if (!same) {
+    if (rec_changed || usage_due) {
+        w->usage_written_ms = now_ms;
         json_object *patch = json_object_new_object(), *st = fg_json_ensure_obj(patch, "status");
         json_object_object_add(st, "usage", json_object_get(usage));
         json_object_object_add(st, "recommendation", json_object_get(rec));

@@ -388,6 +388,27 @@ static void map_gpuworkload(void *ud, struct fg_kobj *obj, struct fg_keys *out)
     json_object_put(gw);
 }
 
+/* A ReplicaSet, as the key of the workload that controls it: its pods' events may come before it is
+ * cached (a Deployment's rollout), and are counted again once it is. */
+static void map_replicaset(void *ud, struct fg_kobj *obj, struct fg_keys *out)
+{
+    struct workload_reconciler *r = ud;
+    json_object *rs = NULL;
+    if (fg_kobj_parse(obj, &rs, NULL) != FG_OK)
+        return;
+    json_object *refs = fg_json_get(rs, "metadata", "ownerReferences", NULL);
+    for (size_t i = 0; i < fg_json_array_len(refs); i++) {
+        json_object *ref = json_object_array_get_idx(refs, i), *ctl = NULL;
+        if (!json_object_object_get_ex(ref, "controller", &ctl) || !json_object_get_boolean(ctl))
+            continue;
+        const struct fg_workload_kind *k = fg_workload_kind_of(r->kinds, ref);
+        const char *name = fg_json_get_str(ref, "name", NULL);
+        if (k && name)
+            key_of((size_t)(k - r->kinds->v), fg_kobj_namespace(obj), name, out);
+    }
+    json_object_put(rs);
+}
+
 /* Owners looked up for one pod: at most four, held until its key is made. */
 struct owner_lookup {
     struct workload_reconciler *r;
@@ -541,5 +562,7 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
         err = fg_manager_watches(c, policies, map_policy, r, NULL, errmsg);
     if (!err)
         err = fg_manager_watches(c, pods, map_pod, r, pod_counts_changed, errmsg);
+    if (!err)
+        err = fg_manager_watches(c, replicasets, map_replicaset, r, NULL, errmsg);
     return err;
 }

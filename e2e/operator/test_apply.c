@@ -44,6 +44,7 @@ static const char *const objects[] = {
     "namespace/" NS,
     "customresourcedefinition.apiextensions.k8s.io/gpupolicies.fracgpu.io",
     "customresourcedefinition.apiextensions.k8s.io/gpuworkloads.fracgpu.io",
+    "customresourcedefinition.apiextensions.k8s.io/gpucheckpoints.fracgpu.io",
     "serviceaccount/fracgpu-capacity-holder",
     "serviceaccount/fracgpu-node-agent",
     "serviceaccount/fracgpu-operator",
@@ -207,7 +208,7 @@ static void test_apply_manifests(void **state)
     expect_apply_lines(fg_buf_str(&out), "created", NULL, NULL);
 
     const char *ns[] = { NS };
-    const char *crds[] = { "gpupolicies.fracgpu.io", "gpuworkloads.fracgpu.io" };
+    const char *crds[] = { "gpupolicies.fracgpu.io", "gpuworkloads.fracgpu.io", "gpucheckpoints.fracgpu.io" };
     const char *both[] = { "fracgpu-node-agent", "fracgpu-operator" };
     const char *accounts[] = { "fracgpu-capacity-holder", "fracgpu-node-agent", "fracgpu-operator" };
     const char *role[] = { "fracgpu-capacity-holder", "fracgpu-node-agent", "fracgpu-operator" };
@@ -215,7 +216,7 @@ static void test_apply_manifests(void **state)
     const char *agent[] = { "fracgpu-node-agent" };
     const char *services[] = { "fracgpu-node-agent", "fracgpu-operator-metrics", "fracgpu-webhook" };
     expect_get("namespaces", false, "NAME STATUS AGE", ns, 1);
-    expect_get("crd", false, "NAME CREATED AT", crds, 2);
+    expect_get("crd", false, "NAME CREATED AT", crds, 3);
     expect_get("sa", true, "NAME SECRETS AGE", accounts, 3);
     expect_get("clusterroles", false, "NAME CREATED AT", both, 2);
     expect_get("clusterrolebindings", false, "NAME ROLE AGE", both, 2);

@@ -38,6 +38,9 @@
 #include "e2e/apiserver/apiserver.h"
 #include "e2e/tests/kubectl_env.h"
 
+#define TEXT(x) #x
+#define DEFAULTS_VERSION(v) TEXT(v)   /* the current built-in defaults version, as the annotation says it */
+
 static struct {
     struct fg_kubectl_env env;
     pid_t operator_pid;
@@ -193,7 +196,8 @@ static void test_operator_with_kubectl(void **state)
     assert_int_equal(kubectl(&out, NULL, "get", "gpupolicy", "training", NULL), 1);   /* not until used */
     /* The untouched one was upgraded to the current defaults; the edited one was left alone. */
     wait_jsonpath("real-time", "{.spec.historyWindow}", "168h");
-    wait_jsonpath("real-time", "{.metadata.annotations.fracgpu\\.io/defaults-version}", "1");
+    wait_jsonpath("real-time", "{.metadata.annotations.fracgpu\\.io/defaults-version}",
+                  DEFAULTS_VERSION(FG_BUILTIN_DEFAULTS_VERSION));
     wait_jsonpath("real-time-mps", "{.spec.historyWindow}", "100h");
     wait_jsonpath("real-time-mps", "{.spec.compute.headroomPercent}", "45");
     wait_jsonpath("real-time-mps", "{.metadata.annotations.fracgpu\\.io/defaults-version}", "0");
@@ -261,7 +265,8 @@ static void test_operator_with_kubectl(void **state)
     free(old_uid);
     assert_true(back);
     wait_jsonpath("batch", "{.spec.compute.headroomPercent}", "7");
-    wait_jsonpath("batch", "{.metadata.annotations.fracgpu\\.io/defaults-version}", "1");
+    wait_jsonpath("batch", "{.metadata.annotations.fracgpu\\.io/defaults-version}",
+                  DEFAULTS_VERSION(FG_BUILTIN_DEFAULTS_VERSION));
 
     operator_stop();
     fg_buf_cleanup(&out);

@@ -15,7 +15,9 @@
  *      interval plus the roll: memory overused → memory bumped at once, the pods rolled to it;
  *   5. containers OOM-killed raise memory at once (an OutOfMemory Event, memory ≥ 1.2 × before);
  *   6. the operator's pods deleted: the new leader restores the history from the GPUCheckpoint (its
- *      samples do not start over, the recommendation stays), and `kubectl get gpucheckpoints` shows it.
+ *      samples do not start over, the recommendation stays), and `kubectl get gpucheckpoints` shows it;
+ *   7. the Deployment deleted (its GPUWorkload goes with it, its GPUCheckpoint stays) and created
+ *      again: its history continues from the checkpoint.
  * An independent checker (e2e/checker) watches every pod all along: no GPU's tenants above its
  * compute or memory, no tenant without its capacity pod.
  */
@@ -309,6 +311,35 @@ static void test_restart_keeps_history(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* ---- 7. the workload deleted and created again ---- */
+
+static bool gone(void *ud)
+{
+    json_object *o = gpuworkload(ud);
+    json_object_put(o);
+    return !o;
+}
+
+static void test_recreated_keeps_history(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    int64_t samples = status_int("deployment-sd", "usage", "samples");
+    OK(&out, NULL, "delete", "deployment", "sd", "-n", NS);
+    if (!share_eventually(gone, "deployment-sd", 60))
+        share_show_and_fail(&e.sim, "the GPUWorkload did not go with its Deployment");
+    OK(&out, NULL, "get", "gpucheckpoint", "deployment-sd", "-n", NS, "-o", "jsonpath={.status.samples}");
+    assert_true(atoll(fg_buf_str(&out)) >= samples - 8);   /* saved every 2 s: at most one save behind */
+    OK(&out, APP("sd", "4", "e2e-auto", "60", "6Gi", ""), "apply", "-f", "-");
+    /* a history started afresh would take minutes of four pods' samples to count this many */
+    struct want_status more = { "deployment-sd", "usage", "samples", samples };
+    if (!share_eventually(status_reaches, &more, 30))
+        share_show_and_fail(&e.sim, "the recreated workload's history did not continue from its GPUCheckpoint");
+    assert_true(status_int("deployment-sd", "recommendation", "memoryMiB") >= 6144);
+    fg_buf_cleanup(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_usage_jump),
         cmocka_unit_test(test_oom_kill),
         cmocka_unit_test(test_restart_keeps_history),
+        cmocka_unit_test(test_recreated_keeps_history),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
