@@ -4,7 +4,7 @@
  *   rightsizer.c         setup, start and stop, samples in, the interval's walk over GPUWorkloads
  *   rightsizer_pods.c    a workload's pods: OOM kills, the GPUs' memory, and Auto's rolls
  *   rightsizer_write.c   GPUWorkload status, Events, GPUCheckpoints and their collection
- *   rightsizer_status.c  the status members, computed without I/O
+ *   rightsizer_status.c  the status members and what it reads of a pod, computed without I/O
  * Everything runs on the kube loop thread.
  */
 #ifndef FG_RECONCILERS_RIGHTSIZER_INT_H
@@ -81,6 +81,12 @@ void rs_checkpoints_collect(struct fg_rightsizer *r, int64_t now_ms);
 json_object *fg_rs_usage_json(const struct fg_rec_state *s, const struct fg_rec_opts *o, int64_t now_ms);
 json_object *fg_rs_recommendation_json(const struct fg_rec_state *s, const struct fg_rec_opts *o, int64_t now_ms,
                                        const char *reason);
+/* Whether pod's Ready condition is True (false without one). */
+bool fg_rs_pod_ready(json_object *pod);
+/* The pod's container restarts, summed; *oom_killed when a container last ended OOMKilled. A pod
+ * without statuses yet has none. */
+int64_t fg_rs_pod_restarts(json_object *pod, bool *oom_killed);
+
 /* Whether a checkpoint last updated at `updated` (RFC 3339, NULL: unknown) whose GPUWorkload is gone
  * is due for collection at now_ms. */
 bool fg_rs_checkpoint_expired(const char *updated, int64_t now_ms, int64_t ttl_ms);

@@ -19,35 +19,6 @@ struct walk {
     char stale_name[254], stale_uid[64];   /* the first pod whose allocation is not the applied one */
 };
 
-static bool is_ready(json_object *pod)
-{
-    json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
-    for (size_t i = 0; i < json_object_array_length(conds); i++) {
-        json_object *c = json_object_array_get_idx(conds, i);
-        if (!fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready"))
-            continue;
-        return fg_str_eq(fg_json_get_str(c, "status", NULL), "True");
-    }
-    return false;
-}
-
-/* The pod's restarts, summed over its containers; *oom_killed when one last ended OOMKilled. */
-static int64_t restarts_of(json_object *pod, bool *oom_killed)
-{
-    int64_t sum = 0;
-    *oom_killed = false;
-    json_object *cs = fg_json_get(pod, "status", "containerStatuses", NULL);
-    for (size_t i = 0; i < json_object_array_length(cs); i++) {
-        json_object *c = json_object_array_get_idx(cs, i);
-        int64_t n = 0;
-        if (fg_json_get_int64(c, &n, "restartCount", NULL) && n > 0)
-            sum += n;
-        if (fg_str_eq(fg_json_get_str(c, "lastState", "terminated", "reason", NULL), "OOMKilled"))
-            *oom_killed = true;
-    }
-    return sum;
-}
-
 /* The memory of the GPU the pod was placed on, from its capacity pod (0: unknown). */
 static int64_t gpu_memory_of(struct fg_rightsizer *r, json_object *pod)
 {
@@ -71,7 +42,7 @@ static void note_restarts(struct fg_rightsizer *r, struct rs_workload *w, json_o
     struct rs_pod *p = rs_pod_get(r, uid);
     p->seen = true;
     bool oom_killed = false;
-    int64_t restarts = restarts_of(pod, &oom_killed);
+    int64_t restarts = fg_rs_pod_restarts(pod, &oom_killed);
     if (p->restarts >= 0 && restarts > p->restarts) {
         struct fg_allocation a = { 0 };
         bool near_limit = fg_allocation_from_pod(pod, &a, NULL) == FG_OK && a.memory_mib > 0 && p->memory_mib >= 0 &&
@@ -109,7 +80,7 @@ static void visit_pod(struct fg_rightsizer *r, struct rs_workload *w, json_objec
         return;
     }
     k->live++;
-    if (!is_ready(pod))
+    if (!fg_rs_pod_ready(pod))
         k->unsettled++;
     note_restarts(r, w, pod, now_ms);
     int64_t gpu = gpu_memory_of(r, pod);

@@ -1,4 +1,4 @@
-/* The rightsizer's status members, computed without I/O (rightsizer_int.h). */
+/* The rightsizer's status members and what it reads of pods, computed without I/O (rightsizer_int.h). */
 #include <math.h>
 #include <stdio.h>
 
@@ -100,4 +100,31 @@ bool fg_rs_checkpoint_expired(const char *updated, int64_t now_ms, int64_t ttl_m
     if (!updated || !fg_time_parse(updated, &at))
         return true;   /* written by nothing this operator knows: nothing to keep it for */
     return now_ms - at >= ttl_ms;
+}
+
+bool fg_rs_pod_ready(json_object *pod)
+{
+    json_object *conds = fg_json_get(pod, "status", "conditions", NULL);
+    for (size_t i = 0; i < fg_json_array_len(conds); i++) {
+        json_object *c = json_object_array_get_idx(conds, i);
+        if (fg_str_eq(fg_json_get_str(c, "type", NULL), "Ready"))
+            return fg_str_eq(fg_json_get_str(c, "status", NULL), "True");
+    }
+    return false;
+}
+
+int64_t fg_rs_pod_restarts(json_object *pod, bool *oom_killed)
+{
+    int64_t sum = 0;
+    *oom_killed = false;
+    json_object *cs = fg_json_get(pod, "status", "containerStatuses", NULL);
+    for (size_t i = 0; i < fg_json_array_len(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        int64_t n = 0;
+        if (fg_json_get_int64(c, &n, "restartCount", NULL) && n > 0)
+            sum += n;
+        if (fg_str_eq(fg_json_get_str(c, "lastState", "terminated", "reason", NULL), "OOMKilled"))
+            *oom_killed = true;
+    }
+    return sum;
 }

@@ -1,5 +1,6 @@
 /* What the rightsizer writes into GPUWorkload status: usage figures, the recommendation the webhook
- * applies (absent, as nulls, before minHistory), its bounds and summary; and when a checkpoint expires. */
+ * applies (absent, as nulls, before minHistory), its bounds and summary; when a checkpoint expires;
+ * and what it reads of pods, whatever their status holds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,12 +101,37 @@ static void checkpoints_expire_after_the_ttl(void **state)
     assert_true(fg_rs_checkpoint_expired("yesterday", T0, ttl));
 }
 
+/* What the rightsizer reads of pods, pending ones (no status at all) included. */
+static void pods_read_safely(void **state)
+{
+    (void)state;
+    bool oom = true;
+    json_object *pending = json_tokener_parse("{\"metadata\":{\"name\":\"p\"},\"status\":{\"phase\":\"Pending\"}}");
+    assert_false(fg_rs_pod_ready(pending));
+    assert_int_equal(fg_rs_pod_restarts(pending, &oom), 0);
+    assert_false(oom);
+    json_object *bare = json_tokener_parse("{\"status\":{\"conditions\":\"odd\",\"containerStatuses\":{}}}");
+    assert_false(fg_rs_pod_ready(bare));
+    assert_int_equal(fg_rs_pod_restarts(bare, &oom), 0);
+    json_object *ran = json_tokener_parse(
+        "{\"status\":{\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"True\"},{\"type\":\"Ready\","
+        "\"status\":\"True\"}],\"containerStatuses\":[{\"name\":\"a\",\"restartCount\":2,\"lastState\":{"
+        "\"terminated\":{\"reason\":\"OOMKilled\",\"exitCode\":137}}},{\"name\":\"b\",\"restartCount\":1}]}}");
+    assert_true(fg_rs_pod_ready(ran));
+    assert_int_equal(fg_rs_pod_restarts(ran, &oom), 3);
+    assert_true(oom);
+    json_object_put(pending);
+    json_object_put(bare);
+    json_object_put(ran);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(before_min_history_nothing_to_apply),
         cmocka_unit_test(applied_recommendation_and_bounds),
         cmocka_unit_test(checkpoints_expire_after_the_ttl),
+        cmocka_unit_test(pods_read_safely),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
