@@ -112,10 +112,14 @@ static void visit(struct fg_rightsizer *r, json_object *gw, int64_t now_ms)
         w->dirty = true;
         w->reason = d.reason;
         fg_counter_add(r->changes, 1);
-        char msg[256];
-        snprintf(msg, sizeof msg, "%s: compute %lldm → %lldm, memory %lldMi → %lldMi (%s mode)", d.reason,
-                 (long long)(d.before.set ? d.before.compute_milli : 1000), (long long)d.after.compute_milli,
-                 (long long)d.before.memory_mib, (long long)d.after.memory_mib, fg_update_mode_name(w->mode));
+        char msg[256], before[64];
+        if (d.before.set)
+            snprintf(before, sizeof before, "%lldm and %lldMi", (long long)d.before.compute_milli,
+                     (long long)d.before.memory_mib);
+        else
+            snprintf(before, sizeof before, "a whole GPU");
+        snprintf(msg, sizeof msg, "%s: from %s to %lldm and %lldMi (%s mode)", d.reason, before,
+                 (long long)d.after.compute_milli, (long long)d.after.memory_mib, fg_update_mode_name(w->mode));
         rs_emit(r, gw, d.action == FG_REC_BUMP ? "Warning" : "Normal", d.reason, msg);
     } else if (!w->st.applied.set) {
         w->reason = d.reason;
