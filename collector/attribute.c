@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "reconcilers/workload_pods.h"
 
 const char *fg_unattributed_name(enum fg_unattributed r)
 {
@@ -18,33 +19,6 @@ static json_object *cached(struct fg_store *s, const char *ns, const char *name)
     char *key = fg_kobj_make_key(ns, name);
     json_object *o = fg_store_get_json(s, key);
     free(key);
-    return o;
-}
-
-/* Owners looked up for one pod: held until the walk's result has been copied out. */
-#define MAX_HELD 8
-
-struct lookup {
-    const struct fg_attrib_source *src;
-    const char *ns;
-    json_object *held[MAX_HELD];
-    size_t nheld;
-};
-
-static json_object *lookup_owner(void *ctx, const char *group, const char *kind, const char *name)
-{
-    struct lookup *l = ctx;
-    struct fg_store *s = NULL;
-    if (!strcmp(group, "apps") && !strcmp(kind, "ReplicaSet"))
-        s = l->src->replicasets;
-    for (size_t i = 0; !s && i < l->src->kinds->n; i++)
-        if (!strcmp(l->src->kinds->v[i].resource.group, group) && !strcmp(l->src->kinds->v[i].resource.kind, kind))
-            s = l->src->owners[i];
-    if (!s || l->nheld == MAX_HELD)
-        return NULL;
-    json_object *o = cached(s, l->ns, name);
-    if (o)
-        l->held[l->nheld++] = o;
     return o;
 }
 
@@ -65,9 +39,10 @@ bool fg_attribute(const struct fg_attrib_source *src, const char *ns, const char
         *why = FG_UNATTR_OTHER_NODE;
         return false;
     }
-    struct lookup l = { .src = src, .ns = ns };
+    struct fg_owner_caches caches = { src->kinds, src->replicasets, src->owners };
+    struct fg_owner_lookup l = { &caches, ns, { NULL }, 0 };
     const struct fg_workload_kind *kind = NULL;
-    json_object *w = fg_workload_of_pod(pod, src->kinds, lookup_owner, &l, &kind);
+    json_object *w = fg_workload_of_pod(pod, src->kinds, fg_owner_lookup, &l, &kind);
     const char *wname = fg_json_get_str(w, "metadata", "name", NULL);
     bool ok = w && kind && wname && strlen(wname) <= FG_WORKLOAD_NAME_MAX;
     if (ok) {
@@ -79,8 +54,7 @@ bool fg_attribute(const struct fg_attrib_source *src, const char *ns, const char
     } else {
         *why = FG_UNATTR_NO_WORKLOAD;
     }
-    for (size_t i = 0; i < l.nheld; i++)
-        json_object_put(l.held[i]);
+    fg_owner_lookup_release(&l);
     json_object_put(pod);
     return ok;
 }

@@ -98,3 +98,30 @@ void fg_workload_pods_count(struct fg_store *pods, struct fg_store *const *inter
         free(uids[i]);
     free(uids);
 }
+
+json_object *fg_owner_lookup(void *ctx, const char *group, const char *kind, const char *name)
+{
+    struct fg_owner_lookup *l = ctx;
+    const struct fg_owner_caches *c = l->caches;
+    struct fg_store *s = NULL;
+    if (!strcmp(group, "apps") && !strcmp(kind, "ReplicaSet"))
+        s = c->replicasets;
+    for (size_t i = 0; !s && i < c->kinds->n; i++)
+        if (!strcmp(c->kinds->v[i].resource.group, group) && !strcmp(c->kinds->v[i].resource.kind, kind))
+            s = c->owners[i];
+    if (!s || l->n == FG_OWNER_LOOKUP_HELD)
+        return NULL;
+    char *key = fg_kobj_make_key(l->ns, name);
+    json_object *o = fg_store_get_json(s, key);
+    free(key);
+    if (o)
+        l->held[l->n++] = o;
+    return o;
+}
+
+void fg_owner_lookup_release(struct fg_owner_lookup *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        json_object_put(l->held[i]);
+    l->n = 0;
+}

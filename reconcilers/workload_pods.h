@@ -9,6 +9,10 @@
  * while no operator replica answered (failurePolicy Ignore never blocks a pod). What the live pods
  * hold in GPUs is summed too: a pod fracgpu took its compute fraction (fracgpu.io/compute-milli), any
  * other the nvidia.com/gpu its containers ask for.
+ *
+ * The other way, from a pod up to its workload (fg_workload_of_pod), the caches back its lookup:
+ * fg_owner_lookup finds an owner in the ReplicaSets' cache or its kind's, and holds what it returns
+ * until the walk's result has been used.
  */
 #ifndef FG_RECONCILERS_WORKLOAD_PODS_H
 #define FG_RECONCILERS_WORKLOAD_PODS_H
@@ -20,6 +24,7 @@
 #include <stdbool.h>
 
 #include "operator/cache/store.h"
+#include "reconcilers/workload.h"
 
 #define FG_OWNER_INDEX "controller-uid"
 
@@ -47,5 +52,29 @@ void fg_workload_pods_decode(void *ud, json_object *pod, void *value);
  * pod without it counts as gone). */
 void fg_workload_pods_count(struct fg_store *pods, struct fg_store *const *intermediates, size_t n, const char *uid,
                             struct fg_workload_pods *out);
+
+/* The caches a walk from a pod to its workload reads: the ReplicaSets, and owners[i] holding the
+ * objects of kinds->v[i]. */
+struct fg_owner_caches {
+    const struct fg_workload_kinds *kinds;
+    struct fg_store *replicasets;
+    struct fg_store *const *owners;
+};
+
+#define FG_OWNER_LOOKUP_HELD 8
+
+/* One walk's lookup, for a pod of namespace ns: { &caches, ns } to start. */
+struct fg_owner_lookup {
+    const struct fg_owner_caches *caches;
+    const char *ns;
+    json_object *held[FG_OWNER_LOOKUP_HELD];
+    size_t n;
+};
+
+/* An fg_object_lookup (workload.h) whose ctx is a struct fg_owner_lookup: the cached object, held
+ * by the lookup; NULL when absent, of a kind no cache holds, or past FG_OWNER_LOOKUP_HELD. */
+json_object *fg_owner_lookup(void *ctx, const char *group, const char *kind, const char *name);
+/* Lets go of what the lookup holds. */
+void fg_owner_lookup_release(struct fg_owner_lookup *l);
 
 #endif

@@ -43,6 +43,7 @@ struct workload_reconciler {
     const struct fg_workload_kinds *kinds;
     struct fg_store *owners[MAX_KINDS], *namespaces, *gpuworkloads, *policies, *pods, *replicasets;
     struct fg_store *intermediates[MAX_KINDS + 1];  /* the ReplicaSets, then every kind */
+    struct fg_owner_caches owner_caches;            /* the ReplicaSets and owners[], for a pod's workload */
     struct kind_watch watches[MAX_KINDS];
     struct fg_counter *created, *labelled, *unlabelled, *rolled, *status_writes;
 };
@@ -409,32 +410,6 @@ static void map_replicaset(void *ud, struct fg_kobj *obj, struct fg_keys *out)
     json_object_put(rs);
 }
 
-/* Owners looked up for one pod: at most four, held until its key is made. */
-struct owner_lookup {
-    struct workload_reconciler *r;
-    const char *ns;
-    json_object *held[4];
-};
-
-static json_object *lookup_owner(void *ctx, const char *group, const char *kind, const char *name)
-{
-    struct owner_lookup *l = ctx;
-    struct fg_store *s = NULL;
-    if (!strcmp(group, "apps") && !strcmp(kind, "ReplicaSet"))
-        s = l->r->replicasets;
-    for (size_t i = 0; !s && i < l->r->kinds->n; i++)
-        if (!strcmp(l->r->kinds->v[i].resource.group, group) && !strcmp(l->r->kinds->v[i].resource.kind, kind))
-            s = l->r->owners[i];
-    json_object *o = s ? cached_in(s, l->ns, name) : NULL;
-    for (size_t i = 0; o && i < 4; i++)
-        if (!l->held[i]) {
-            l->held[i] = o;
-            return o;
-        }
-    json_object_put(o);
-    return NULL;
-}
-
 /* Pod updates that change nothing the count reads (a binding, a condition, a container's state) do
  * not reconcile its workload: at a thousand pods a second they would re-count it for each. */
 static bool pod_counts_changed(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
@@ -451,13 +426,12 @@ static void map_pod(void *ud, struct fg_kobj *obj, struct fg_keys *out)
     json_object *pod = NULL;
     if (fg_kobj_parse(obj, &pod, NULL) != FG_OK)
         return;
-    struct owner_lookup ctx = { r, fg_kobj_namespace(obj), { NULL } };
+    struct fg_owner_lookup ctx = { &r->owner_caches, fg_kobj_namespace(obj), { NULL }, 0 };
     const struct fg_workload_kind *kind;
-    json_object *w = fg_workload_of_pod(pod, r->kinds, lookup_owner, &ctx, &kind);
+    json_object *w = fg_workload_of_pod(pod, r->kinds, fg_owner_lookup, &ctx, &kind);
     if (w)
         key_of((size_t)(kind - r->kinds->v), fg_kobj_namespace(obj), fg_json_get_str(w, "metadata", "name", NULL), out);
-    for (size_t i = 0; i < 4; i++)
-        json_object_put(ctx.held[i]);
+    fg_owner_lookup_release(&ctx);
     json_object_put(pod);
 }
 
@@ -533,6 +507,7 @@ enum fg_err fg_workload_reconciler_setup(struct fg_manager *m, const struct fg_w
     r->pods = fg_informer_store(pods);
     r->replicasets = fg_informer_store(replicasets);
     r->intermediates[0] = r->replicasets;
+    r->owner_caches = (struct fg_owner_caches){ kinds, r->replicasets, r->owners };
     for (size_t i = 0; i < kinds->n; i++)
         r->intermediates[i + 1] = r->owners[i];
     r->namespaces = fg_informer_store(namespaces);
