@@ -5,6 +5,8 @@
 #include "base/duration.h"
 #include "base/json.h"
 #include "base/timefmt.h"
+#include "operator/kube/quantity.h"
+#include "reconcilers/allocation.h"
 #include "reconcilers/rightsizer_int.h"
 
 static void set_i64(json_object *o, const char *key, int64_t v)
@@ -12,18 +14,12 @@ static void set_i64(json_object *o, const char *key, int64_t v)
     json_object_object_add(o, key, json_object_new_int64(v));
 }
 
-/* "300m" or "1" for compute, "20Gi" or "1500Mi" for memory. */
+/* "228m/20Gi": the allocation as Kubernetes quantities. */
 static void quantities(int64_t milli, int64_t mib, char *out, size_t size)
 {
-    char c[24], m[24];
-    if (milli >= 1000 && milli % 1000 == 0)
-        snprintf(c, sizeof c, "%lld", (long long)(milli / 1000));
-    else
-        snprintf(c, sizeof c, "%lldm", (long long)milli);
-    if (mib % 1024 == 0)
-        snprintf(m, sizeof m, "%lldGi", (long long)(mib / 1024));
-    else
-        snprintf(m, sizeof m, "%lldMi", (long long)mib);
+    char c[FG_QUANTITY_MAX], m[FG_QUANTITY_MAX];
+    fg_quantity_format(milli, c);
+    fg_quantity_format(mib * FG_MIB_MILLI, m);
     snprintf(out, size, "%s/%s", c, m);
 }
 

@@ -12,6 +12,7 @@
 #include "operator/kube/event.h"
 #include "reconcilers/resources.h"
 #include "reconcilers/rightsizer_int.h"
+#include "reconcilers/workload.h"
 #include "rightsizing/checkpoint.h"
 
 struct write_call {
@@ -88,20 +89,13 @@ void rs_write_status(struct fg_rightsizer *r, struct rs_workload *w, json_object
     json_object_put(rec);
 }
 
-/* The group of an apiVersion ("apps/v1" → "apps", "v1" → ""). */
-static void group_of(const char *api_version, char *out, size_t size)
-{
-    const char *slash = api_version ? strchr(api_version, '/') : NULL;
-    snprintf(out, size, "%.*s", slash ? (int)(slash - api_version) : 0, api_version ? api_version : "");
-}
-
 void rs_checkpoint_save(struct fg_rightsizer *r, struct rs_workload *w, json_object *gw, int64_t now_ms)
 {
     char now[FG_TIME_MAX], target[600], group[254];
     fg_time_format(now_ms, now);
     const char *kind = fg_json_get_str(gw, "spec", "targetRef", "kind", NULL);
     const char *name = fg_json_get_str(gw, "spec", "targetRef", "name", NULL);
-    group_of(fg_json_get_str(gw, "spec", "targetRef", "apiVersion", NULL), group, sizeof group);
+    fg_workload_api_group(fg_json_get_str(gw, "spec", "targetRef", "apiVersion", NULL), group, sizeof group);
     snprintf(target, sizeof target, "%s/%s", kind ? kind : "", name ? name : "");
     json_object *status = json_object_new_object();
     fg_json_set_str(status, "target", target);

@@ -25,7 +25,7 @@ const struct fg_workload_kinds fg_workload_builtin_kinds = { builtin, sizeof(bui
 #define KIND_SPEC_USAGE "GROUP/VERSION/KIND/PLURAL[=CLASS], such as kubeflow.org/v1/PyTorchJob/pytorchjobs=training" /* owner hops followed: pod → ReplicaSet → Deployment needs 2 */
 
 /* The group of an apiVersion ("apps/v1" → "apps", "v1" → ""), into out. */
-static void group_of(const char *api_version, char *out, size_t size)
+void fg_workload_api_group(const char *api_version, char *out, size_t size)
 {
     const char *slash = api_version ? strchr(api_version, '/') : NULL;
     size_t n = slash ? (size_t)(slash - api_version) : 0;
@@ -43,7 +43,7 @@ static const struct fg_workload_kind *find_kind(const struct fg_workload_kinds *
 const struct fg_workload_kind *fg_workload_kind_of(const struct fg_workload_kinds *kinds, json_object *obj)
 {
     char group[256];
-    group_of(fg_json_get_str(obj, "apiVersion", NULL), group, sizeof(group));
+    fg_workload_api_group(fg_json_get_str(obj, "apiVersion", NULL), group, sizeof(group));
     return find_kind(kinds, group, fg_json_get_str(obj, "kind", NULL));
 }
 
@@ -116,7 +116,7 @@ json_object *fg_workload_of_pod(json_object *pod, const struct fg_workload_kinds
     for (int hop = 0; hop < MAX_CHAIN; hop++) {
         json_object *ref = controller_of(cur);
         char group[256];
-        group_of(fg_json_get_str(ref, "apiVersion", NULL), group, sizeof(group));
+        fg_workload_api_group(fg_json_get_str(ref, "apiVersion", NULL), group, sizeof(group));
         const char *k = fg_json_get_str(ref, "kind", NULL), *name = fg_json_get_str(ref, "name", NULL);
         const struct fg_workload_kind *wk = find_kind(kinds, group, k);
         bool replicaset = k && !strcmp(group, "apps") && !strcmp(k, "ReplicaSet");

@@ -65,6 +65,9 @@ typedef json_object *fg_object_lookup(void *ctx, const char *group, const char *
 json_object *fg_workload_of_pod(json_object *pod, const struct fg_workload_kinds *kinds, fg_object_lookup *lookup,
                                 void *ctx, const struct fg_workload_kind **kind);
 
+/* The group of an apiVersion into out: "apps/v1" → "apps", "v1" (core) → "". */
+void fg_workload_api_group(const char *api_version, char *out, size_t size);
+
 /* The kind of `obj` (by apiVersion's group and kind) in the table, or NULL. */
 const struct fg_workload_kind *fg_workload_kind_of(const struct fg_workload_kinds *kinds, json_object *obj);
 
