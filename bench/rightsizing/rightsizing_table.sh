@@ -17,20 +17,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 policies="real-time real-time-mps near-real-time batch training build"
 selections="all even odd"
 
-build=""
-data=""
-while [ $# -gt 1 ]; do
-  case $1 in
-    --run) build=$2; shift 2 ;;
-    --data) data=$2; shift 2 ;;
-    -*) echo "usage: rightsizing_table.sh [--run BUILD] [--data DIR] OUTDIR" >&2; exit 2 ;;
-    *) break ;;
-  esac
-done
-out=${1:?usage: rightsizing_table.sh [--run BUILD] [--data DIR] OUTDIR}
-if [ -z "$data" ]; then
-  if [ -n "$build" ]; then data=$build/data/alibaba-genai-2026-gpu-util; else data=$root/build-bench/data/alibaba-genai-2026-gpu-util; fi
-fi
+me=rightsizing_table.sh
+dataset=alibaba-genai-2026-gpu-util
+. "$root/bench/table_args.sh" "$@"
 [ -d "$data" ] || { echo "rightsizing_table.sh: no directory $data; build first (cmake --build build-bench) or give --data DIR" >&2; exit 1; }
 mkdir -p "$out"
 

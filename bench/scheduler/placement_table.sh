@@ -16,20 +16,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 traces="default cpu050 cpu100 cpu200 cpu250 gpushare40 gpushare60 gpushare80 gpushare100 multigpu20 multigpu30 multigpu40 multigpu50 gpuspec10 gpuspec20 gpuspec25 gpuspec33"
 policies="random dotprod clustering packing bestfit fgd fracgpu fracgpu-offline"
 
-build=""
-data=""
-while [ $# -gt 1 ]; do
-  case $1 in
-    --run) build=$2; shift 2 ;;
-    --data) data=$2; shift 2 ;;
-    -*) echo "usage: placement_table.sh [--run BUILD] [--data DIR] OUTDIR" >&2; exit 2 ;;
-    *) break ;;
-  esac
-done
-out=${1:?usage: placement_table.sh [--run BUILD] [--data DIR] OUTDIR}
-if [ -z "$data" ]; then
-  if [ -n "$build" ]; then data=$build/data/alibaba-gpu-v2023; else data=$root/build-bench/data/alibaba-gpu-v2023; fi
-fi
+me=placement_table.sh
+dataset=alibaba-gpu-v2023
+. "$root/bench/table_args.sh" "$@"
 published=$data/fgd-expected-results/analysis_allo_discrete.csv
 [ -r "$published" ] || { echo "placement_table.sh: cannot read $published; build first (cmake --build build-bench) or give --data DIR" >&2; exit 1; }
 mkdir -p "$out"
