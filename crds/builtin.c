@@ -24,7 +24,7 @@ const struct fg_builtin_policy fg_builtin_policies[] = {
         { 90, 15, 50, 1000 }, { 100, 15, 256, 81920 }, FG_UPDATE_INITIAL, H(3), 10, 500 } },
     { "batch", true, "offline scoring and batch inference: longest window, minimal headroom",
       { FG_CLASS_BATCH, FG_SHARING_TIMESLICE, FG_ISOLATION_SHARED, H(336), H(2),
-        { 90, 5, 50, 1000 }, { 100, 5, 256, 81920 }, FG_UPDATE_AUTO, H(3), 10, 100 } },
+        { 90, 5, 50, 1000 }, { 100, 0, 256, 81920 }, FG_UPDATE_AUTO, H(3), 10, 100 } },
     { "training", false, "training and fine-tuning, created when first detected",
       { FG_CLASS_TRAINING, FG_SHARING_TIMESLICE, FG_ISOLATION_SHARED, H(24), H(2),
         { 90, 10, 100, 1000 }, { 100, 10, 1024, 81920 }, FG_UPDATE_INITIAL, H(1), 10, 300 } },

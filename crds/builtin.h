@@ -21,7 +21,7 @@
 #include "crds/gpupolicy.h"
 
 /* Raise whenever a value in the table changes. */
-#define FG_BUILTIN_DEFAULTS_VERSION 2
+#define FG_BUILTIN_DEFAULTS_VERSION 3
 
 #define FG_LABEL_BUILTIN "fracgpu.io/built-in"
 #define FG_ANN_DEFAULTS_VERSION "fracgpu.io/defaults-version"

@@ -21,7 +21,7 @@
 #include "rightsizing/simulate/simulate.h"
 
 struct args {
-    const char *usage, *policy, *out, *pods, *half, *placement, *warmup;
+    const char *usage, *policy, *out, *pods, *half, *placement, *warmup, *consolidation;
     double gpu_gib;
     bool json;
 };
@@ -31,6 +31,7 @@ static int usage(FILE *out, int status)
     fprintf(out,
             "usage: fracgpu simulate --usage DIR|FILE --policy NAME|FILE [--gpu-memory-gib 80] [--out REPORT.html]\n"
             "                        [--json] [--pods LIST | --half even|odd] [--placement NAME] [--warmup DURATION]\n"
+            "                        [--consolidation-interval DURATION]\n"
             "Replays a per-pod GPU usage trace through the recommender and the scheduler (docs/rightsizing.md).\n"
             "  --usage DIR|FILE      a directory with %s and %s (each .csv, .csv.xz or .csv.gz),\n"
             "                        or one CSV with timestamp_anon,container_ip,duty_cycle,memory_bytes\n"
@@ -45,7 +46,9 @@ static int usage(FILE *out, int status)
                  "  --pods LIST           only these pods: hashes, hash prefixes or positions, comma-separated\n"
                  "  --half even|odd       only the pods at even or odd positions in hash order\n"
                  "  --placement NAME      the scheduler's placement policy (default bestfit)\n"
-                 "  --warmup DURATION     replayed but not measured from the start (default: the policy's minHistory)\n");
+                 "  --warmup DURATION     replayed but not measured from the start (default: the policy's minHistory)\n"
+                 "  --consolidation-interval DURATION\n"
+                 "                        one GPU emptied onto the others per interval, as the operator does (default 1m; 0: never)\n");
     return status;
 }
 
@@ -74,6 +77,7 @@ static int parse_args(int argc, char **argv, struct args *a)
                             : !strcmp(opt, "--half")      ? &a->half
                             : !strcmp(opt, "--placement") ? &a->placement
                             : !strcmp(opt, "--warmup")    ? &a->warmup
+                            : !strcmp(opt, "--consolidation-interval") ? &a->consolidation
                                                           : NULL;
         if (!slot && strcmp(opt, "--gpu-memory-gib"))
             return bad("unknown option \"%s\"", opt);
@@ -188,14 +192,14 @@ static void print(const struct args *a, const char *policy, const char *selectio
         printf("policy %s\npods %zu\nselection %s\nminutes %zu\nwarmup_minutes %zu\ngpus_peak %d\ngpus_peak_all %d\ngpus_mean %.2f\none_per_pod %d\n"
                "hindsight %d\nsum_of_peaks %d\nmemory_overflow_gpu_minutes %llu\ncontended_gpu_minutes %llu\n"
                "contended_gpu_minutes_pct %.3f\ngpu_minutes %llu\noverrun_pct %.3f\noverrun_compute_pct %.3f\n"
-               "overrun_memory_pct %.3f\nsamples %llu\nchanges %llu\nchanges_per_pod_day %.3f\nrefused %llu\n"
+               "overrun_memory_pct %.3f\nsamples %llu\nchanges %llu\nchanges_per_pod_day %.3f\nconsolidations %llu\nrefused %llu\n"
                "elapsed_ms %.1f\n",
                policy, r->pods, selection, r->minutes, r->warmup_minutes, r->gpus_peak, r->gpus_peak_all, r->gpus_mean, r->one_per_pod, r->hindsight,
                r->sum_of_peaks, (unsigned long long)r->memory_overflow_gpu_minutes,
                (unsigned long long)r->contended_gpu_minutes, r->contended_gpu_minutes_pct,
                (unsigned long long)r->gpu_minutes, r->overrun_pct, r->overrun_compute_pct, r->overrun_memory_pct,
                (unsigned long long)r->samples, (unsigned long long)r->changes, r->changes_per_pod_day,
-               (unsigned long long)r->refused, r->elapsed_ms);
+               (unsigned long long)r->consolidations, (unsigned long long)r->refused, r->elapsed_ms);
         return;
     }
     json_object *o = json_object_new_object();
@@ -220,6 +224,7 @@ static void print(const struct args *a, const char *policy, const char *selectio
     json_object_object_add(o, "samples", json_object_new_int64((int64_t)r->samples));
     json_object_object_add(o, "changes", json_object_new_int64((int64_t)r->changes));
     json_object_object_add(o, "changes_per_pod_day", fixed(r->changes_per_pod_day, 3));
+    json_object_object_add(o, "consolidations", json_object_new_int64((int64_t)r->consolidations));
     json_object_object_add(o, "refused", json_object_new_int64((int64_t)r->refused));
     json_object_object_add(o, "elapsed_ms", fixed(r->elapsed_ms, 1));
     puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -251,10 +256,13 @@ int fg_cmd_simulate(int argc, char **argv)
     char errmsg[FG_ERRMSG_MAX] = "";
     struct fg_sim_opts o = { .gpu_memory_mib = (int64_t)llround(a.gpu_gib * 1024),
                              .placement = a.placement ? a.placement : "bestfit", .warmup_ms = -1 };
-    if (a.warmup && (fg_duration_parse(a.warmup, &o.warmup_ms, errmsg) || o.warmup_ms < 0)) {
-        fprintf(stderr, "fracgpu simulate: --warmup \"%s\": a duration such as 6h or 90m is expected\n", a.warmup);
-        return 2;
-    }
+    if (a.warmup && (fg_duration_parse(a.warmup, &o.warmup_ms, errmsg) || o.warmup_ms < 0))
+        return bad("--warmup \"%s\": a duration such as 6h or 90m is expected", a.warmup);
+    /* the operator's --consolidation-interval default (scheduler/adapter/adapter.h) */
+    o.consolidation_interval_ms = a.consolidation && !strcmp(a.consolidation, "0") ? 0 : 60 * 1000;
+    if (a.consolidation && strcmp(a.consolidation, "0") && (fg_duration_parse(a.consolidation, &o.consolidation_interval_ms, errmsg) ||
+                            o.consolidation_interval_ms < 0))
+        return bad("--consolidation-interval \"%s\": a duration such as 1m, or 0 for none, is expected", a.consolidation);
     char *policy = NULL;
     struct fg_gentd26 t = { 0 };
     bool *sel = NULL;

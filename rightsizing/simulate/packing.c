@@ -7,7 +7,10 @@
 #include "rightsizing/simulate/packing.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/mem.h"
 
 #include "scheduler/plugins/plugins.h"
 #include "scheduler/policies/policy.h"
@@ -89,6 +92,42 @@ void fg_sim_pool_release_idle(struct fg_sim_pool *p)
             (void)err;   /* a live slot: cannot fail */
         }
     }
+}
+
+/* Cordons or uncordons GPU node: a cordoned GPU takes no pod. */
+static void cordon(struct fg_sim_pool *p, int node, bool on)
+{
+    struct fg_sched_node_spec s = { .name = p->c.nodes[node].name, .cpu_milli = 1000000, .mem_mib = 1000000,
+                                    .max_pods = 1000, .model = GPU_MODEL, .n_gpus = 1,
+                                    .gpu_mem_mib = p->gpu_memory_mib, .unschedulable = on };
+    enum fg_err err = fg_sched_cluster_update_node(&p->c, node, &s, NULL);
+    (void)err;   /* the same node with its cordon changed: cannot fail */
+}
+
+bool fg_sim_pool_move_off(struct fg_sim_pool *p, int node, struct fg_sim_place *const *places, size_t n)
+{
+    struct fg_sim_place *next = fg_calloc(n ? n : 1, sizeof *next);
+    cordon(p, node, true);
+    size_t k = 0;
+    for (; k < n; k++) {
+        next[k] = *places[k];
+        p->cycles++;
+        if (fg_sched_schedule(&p->fw, &p->c, &next[k].pod, &next[k].pl, NULL) != FG_OK ||
+            next[k].pl.code != FG_SCHED_SUCCESS)
+            break;
+    }
+    bool moved = k == n;
+    for (size_t i = 0; i < k; i++) {
+        if (moved) {
+            fg_sim_pool_release(p, places[i]);
+            *places[i] = next[i];
+        } else {
+            fg_sim_pool_release(p, &next[i]);
+        }
+    }
+    cordon(p, node, false);
+    free(next);
+    return moved;
 }
 
 int fg_sim_pool_gpus(const struct fg_sim_pool *p)

@@ -7,7 +7,8 @@
  * fg_sim_pool_place runs one scheduling cycle; when no GPU fits the pod it adds a GPU (a capacity pod
  * asked for and granted at once) and runs the cycle again, which then cannot fail for a valid
  * request. fg_sim_pool_release gives a pod's place back; fg_sim_pool_release_idle removes the GPUs
- * left without a tenant. A GPU's node id is its slot in the cluster: the caller may index its own
+ * left without a tenant. fg_sim_pool_move_off empties one GPU, as the operator's consolidation does
+ * (scheduler/adapter/consolidate.c): its tenants are placed again on the other GPUs, all or none. A GPU's node id is its slot in the cluster: the caller may index its own
  * per-GPU tallies by it (below fg_sim_pool_slots).
  */
 #ifndef FG_RIGHTSIZING_SIMULATE_PACKING_H
@@ -53,6 +54,10 @@ enum fg_err fg_sim_pool_place(struct fg_sim_pool *p, const struct fg_sim_request
                               char *errmsg) FG_MUST_USE;
 void fg_sim_pool_release(struct fg_sim_pool *p, struct fg_sim_place *pl);
 void fg_sim_pool_release_idle(struct fg_sim_pool *p);
+/* Places again, on other GPUs and without adding one, the n tenants of GPU node (every place in
+ * places[] is on it), in the order given; true and each place moved when all fit, false and nothing
+ * changed otherwise. */
+bool fg_sim_pool_move_off(struct fg_sim_pool *p, int node, struct fg_sim_place *const *places, size_t n);
 /* GPUs held now; node ids are below fg_sim_pool_slots. */
 int fg_sim_pool_gpus(const struct fg_sim_pool *p);
 size_t fg_sim_pool_slots(const struct fg_sim_pool *p);

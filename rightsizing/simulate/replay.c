@@ -45,6 +45,7 @@ struct run {
     bool dedicated;
     struct fg_sim_result *r;
     double *gpu_mem, *gpu_util;     /* per node slot, this minute */
+    size_t consolidate_every;       /* minutes; 0: never */
     size_t cap_slots;
 };
 
@@ -176,6 +177,65 @@ static void record_shown(struct run *run, size_t m)
     }
 }
 
+/* A held GPU as consolidation ranks it. */
+struct gpu_fill {
+    int node;
+    int tenants;
+    int64_t mem_mib;            /* its tenants' memory allocations */
+    bool whole;                 /* a tenant holds the whole GPU */
+};
+
+/* The order the operator tries GPUs in (scheduler/adapter/consolidate.c): fewest tenants, then least
+ * memory allocated, then the oldest. */
+static int by_fill(const void *a, const void *b)
+{
+    const struct gpu_fill *x = a, *y = b;
+    if (x->tenants != y->tenants)
+        return x->tenants < y->tenants ? -1 : 1;
+    if (x->mem_mib != y->mem_mib)
+        return x->mem_mib < y->mem_mib ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Empties the first GPU, in by_fill's order, whose every tenant fits on the others, as the operator
+ * does once per consolidation interval. A pod still on its whole GPU (no allocation yet) cannot go
+ * anywhere else, so a GPU holding one is passed over. Each move is a roll, counted as a change. */
+static void consolidate(struct run *run)
+{
+    size_t slots = fg_sim_pool_slots(&run->pool);
+    struct gpu_fill *f = fg_calloc(slots ? slots : 1, sizeof *f);
+    struct fg_sim_place **tenants = fg_malloc((run->n ? run->n : 1) * sizeof *tenants);
+    for (size_t g = 0; g < slots; g++)
+        f[g].node = (int)g;
+    for (size_t i = 0; i < run->n; i++) {
+        const struct pod *p = &run->pods[i];
+        if (!p->place.placed)
+            continue;
+        struct gpu_fill *g = &f[p->place.pl.node];
+        g->tenants++;
+        g->mem_mib += p->mem_mib;
+        g->whole |= !p->rec.applied.set;
+    }
+    size_t n = 0;
+    for (size_t g = 0; g < slots; g++)
+        if (!run->pool.c.nodes[g].removed && f[g].tenants > 0 && !f[g].whole)
+            f[n++] = f[g];
+    qsort(f, n, sizeof *f, by_fill);
+    for (size_t j = 0; j < n; j++) {
+        size_t k = 0;
+        for (size_t i = 0; i < run->n; i++)
+            if (run->pods[i].place.placed && run->pods[i].place.pl.node == f[j].node)
+                tenants[k++] = &run->pods[i].place;
+        if (fg_sim_pool_move_off(&run->pool, f[j].node, tenants, k)) {
+            run->r->changes += k;
+            run->r->consolidations++;
+            break;
+        }
+    }
+    free(tenants);
+    free(f);
+}
+
 static enum fg_err step(struct run *run, size_t m, char *errmsg)
 {
     struct fg_sim_result *r = run->r;
@@ -204,6 +264,10 @@ static enum fg_err step(struct run *run, size_t m, char *errmsg)
         p->use.util[m] = p->util;
     }
     fg_sim_pool_release_idle(&run->pool);
+    if (run->consolidate_every && (m + 1) % run->consolidate_every == 0) {
+        consolidate(run);   /* onto GPUs with tenants only: the idle ones are gone */
+        fg_sim_pool_release_idle(&run->pool);
+    }
     measure(run, m);
     record_shown(run, m);
     return FG_OK;
@@ -285,6 +349,8 @@ static enum fg_err setup(struct run *run, const struct fg_gentd26 *t, char *errm
         return fg_errmsg(errmsg, FG_E_INVAL, "a warm-up of %zu minutes leaves nothing of the trace's %zu to measure",
                          warmup, run->minutes);
     run->r->warmup_minutes = warmup;
+    if (o->consolidation_interval_ms > 0)
+        run->consolidate_every = (size_t)((o->consolidation_interval_ms + FG_SIM_STEP_S * 1000 - 1) / (FG_SIM_STEP_S * 1000));
     run->r->gpus = fg_calloc(run->minutes, sizeof *run->r->gpus);
     run->r->alive = fg_calloc(run->minutes, sizeof *run->r->alive);
     choose_shown(run);

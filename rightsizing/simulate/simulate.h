@@ -17,7 +17,11 @@
  *     reaches them, but the trace does not say when, so the experiment rolls them itself;
  *   - placement is the scheduler core's (framework.h) with the operator's placement policy, over
  *     GPUs of one size each held by a capacity pod (packing.h): when nothing fits a GPU is added, and
- *     a GPU left without tenants at the end of a minute is released.
+ *     a GPU left without tenants at the end of a minute is released;
+ *   - consolidation, as the operator's scheduler does it (scheduler/adapter/consolidate.c): once per
+ *     consolidation interval, at the end of a minute, the first GPU — fewest tenants, then least
+ *     memory allocated — whose every tenant fits on the other GPUs is emptied, each tenant rolled
+ *     onto them (a change, like any roll); every pod may be moved, as under updateMode Auto.
  *
  * The warm-up. The trace begins with its pods already running, and before a policy's minHistory none
  * of them can have an allocation, so for that long every pod holds a whole GPU: one GPU per pod, as
@@ -38,7 +42,8 @@
  *                             share of all GPU-minutes;
  *   overrun                   trace samples in which a pod uses more than its own allocation, compute
  *                             and memory apart and either (a pod on a whole GPU never overruns);
- *   changes                   allocation changes (the first allocation included) per pod-day alive.
+ *   changes                   allocation changes (the first allocation included) and consolidation
+ *                             moves, per pod-day alive; consolidations, the GPUs emptied.
  *
  * Pure but for the clock that times it: the trace is read by the caller (gentd26.h); nothing here
  * prints. A result owns the series the HTML report draws (report_html.h).
@@ -66,6 +71,7 @@ struct fg_sim_opts {
     const char *placement;                  /* the scheduler's placement policy (policies/policy.h) */
     const bool *selected;                   /* per trace series: simulate it; NULL: every one */
     int64_t warmup_ms;                      /* not measured from the trace's start; < 0: the policy's minHistory */
+    int64_t consolidation_interval_ms;      /* one GPU emptied, when one can be, per interval; 0: never */
     /* Called now and then with the share done (0..1); NULL: none. */
     void (*progress)(void *ud, double done);
     void *ud;
@@ -97,6 +103,7 @@ struct fg_sim_result {
     uint64_t overrun_compute, overrun_memory, overrun;
     double overrun_compute_pct, overrun_memory_pct, overrun_pct;
     uint64_t changes;
+    uint64_t consolidations;                /* GPUs emptied by consolidation */
     double pod_days;                        /* Σ each pod's life, in days */
     double changes_per_pod_day;
     uint64_t refused;                       /* samples the recommender refused */

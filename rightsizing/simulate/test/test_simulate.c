@@ -9,6 +9,8 @@
  * the recommender bumps A's memory at once (a 4th change), A moves to a GPU of its own, and 3 GPUs
  * are held to the end; the tenants' memory never exceeds a GPU in a measured minute.
  *
+ * A third trace, where two pods stop and leave two half-empty GPUs, shows consolidation (below).
+ *
  * Bad input — a missing directory, a malformed row, an unknown policy, a bad flag — exits 2 with a
  * message naming it, and a combined one-file trace gives the same numbers as the pair.
  */
@@ -30,6 +32,7 @@
 #define A "aaaaaaaa000000000000000000000001"
 #define B "bbbbbbbb000000000000000000000002"
 #define C "cccccccc000000000000000000000003"
+#define D "dddddddd000000000000000000000004"
 #define GIB 1073741824.0
 
 static char dir[64];
@@ -44,24 +47,32 @@ static void write_file(const char *name, const char *text)
     assert_int_equal(fclose(f), 0);
 }
 
-/* The two files of a 3-hour trace into dir/sub; A uses jump GiB from 2h on (0: no jump). */
-static void write_trace(const char *sub, double jump, bool combined)
+/* A trace pod: its memory (GiB) until 2h, then from 2h on, and the minute it stops (exclusive). */
+struct trace_pod {
+    const char *id;
+    double gib, gib_from_2h;
+    int until;
+};
+
+/* The two files of a 3-hour trace of pods into dir/sub, and with combined also the one-file form. */
+static void write_trace(const char *sub, const struct trace_pod *pods, size_t n, bool combined)
 {
     struct fg_buf util = FG_BUF_INIT, mem = FG_BUF_INIT, both = FG_BUF_INIT;
     fg_buf_put_str(&util, "value,timestamp_anon,container_ip\n");
     fg_buf_put_str(&mem, "timestamp_anon,value,container_ip\n");
     fg_buf_put_str(&both, "container_ip,timestamp_anon,duty_cycle,memory_bytes\n");
-    static const char *const ids[] = { A, B, C };
     for (int m = 0; m < 180; m++) {
-        for (int p = 0; p < 3; p++) {
-            double gib = p == 2 ? 55 : (p == 0 && jump > 0 && m >= 120) ? jump : 30;
+        for (size_t p = 0; p < n; p++) {
+            if (m >= pods[p].until)
+                continue;
+            double gib = m >= 120 ? pods[p].gib_from_2h : pods[p].gib;
             long t = 1000000 + 60L * m;
             char line[256];
-            snprintf(line, sizeof line, "10.0,%ld.0,%s\n", t, ids[p]);
+            snprintf(line, sizeof line, "10.0,%ld.0,%s\n", t, pods[p].id);
             fg_buf_put_str(&util, line);
-            snprintf(line, sizeof line, "%ld.0,%.1f,%s\n", t, gib * GIB, ids[p]);
+            snprintf(line, sizeof line, "%ld.0,%.1f,%s\n", t, gib * GIB, pods[p].id);
             fg_buf_put_str(&mem, line);
-            snprintf(line, sizeof line, "%s,%ld,10,%.0f\n", ids[p], t, gib * GIB);
+            snprintf(line, sizeof line, "%s,%ld,10,%.0f\n", pods[p].id, t, gib * GIB);
             fg_buf_put_str(&both, line);
         }
     }
@@ -91,8 +102,13 @@ static int setup(void **state)
                               "  compute: {percentile: 100, headroomPercent: 0, minMilli: 50, maxMilli: 1000}\n"
                               "  memory: {percentile: 100, headroomPercent: 0, minMiB: 256, maxMiB: 81920}\n"
                               "  updateMode: Auto\n  cooldown: 1h\n  changeThresholdPercent: 10\n");
-    write_trace("steady", 0, true);
-    write_trace("jump", 55, false);
+    static const struct trace_pod steady[] = { { A, 30, 30, 180 }, { B, 30, 30, 180 }, { C, 55, 55, 180 } };
+    static const struct trace_pod jump[] = { { A, 30, 55, 180 }, { B, 30, 30, 180 }, { C, 55, 55, 180 } };
+    static const struct trace_pod ending[] = { { A, 30, 30, 180 }, { B, 30, 30, 120 }, { C, 40, 40, 120 },
+                                               { D, 40, 40, 180 } };
+    write_trace("steady", steady, 3, true);
+    write_trace("jump", jump, 3, false);
+    write_trace("ending", ending, 4, false);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "xz %s/jump/*.csv", dir);   /* leaves only the .csv.xz files */
     assert_int_equal(system(cmd), 0);
@@ -183,6 +199,33 @@ static void test_jump_xz(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* Consolidation: A and B (30 GiB) share a GPU at 1h, C and D (40 GiB) fill another. B and C stop at
+ * 2h, leaving A and D alone on theirs. Without consolidation both GPUs stay to the end (mean 2.00); with
+ * it (the default, one GPU a minute) A, the GPU with less memory, is moved onto D's at the first
+ * minute after: one GPU for the last hour (mean 1.50), one more change, one consolidation. */
+static void test_consolidation(void **state)
+{
+    (void)state;
+    struct fg_buf out = FG_BUF_INIT;
+    assert_int_equal(simulate(&out, "--usage %s/ending --policy %s/policy.yaml --consolidation-interval 0", dir, dir), 0);
+    says(&out, "gpus_peak 2\n");
+    says(&out, "gpus_mean 2.00\n");
+    says(&out, "changes 4\n");
+    says(&out, "consolidations 0\n");
+    assert_int_equal(simulate(&out, "--usage %s/ending --policy %s/policy.yaml", dir, dir), 0);
+    says(&out, "gpus_peak 2\n");
+    says(&out, "gpus_mean 1.50\n");
+    says(&out, "changes 5\n");
+    says(&out, "consolidations 1\n");
+    says(&out, "memory_overflow_gpu_minutes 0\n");
+    /* every 2h: its one chance, at the end of the minute before 2h, comes while B and C still run */
+    assert_int_equal(simulate(&out, "--usage %s/ending --policy %s/policy.yaml --consolidation-interval 2h", dir, dir), 0);
+    says(&out, "gpus_mean 2.00\n");
+    assert_int_equal(simulate(&out, "--usage %s/ending --policy batch --consolidation-interval soon", dir), 2);
+    says(&out, "--consolidation-interval \"soon\"");
+    fg_buf_cleanup(&out);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -218,6 +261,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steady),
         cmocka_unit_test(test_jump_xz),
+        cmocka_unit_test(test_consolidation),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
