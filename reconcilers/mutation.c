@@ -12,7 +12,7 @@
 /* The annotations a mutated pod carries, all rewritten or removed together. */
 static const char *const our_annotations[] = {
     FG_ANN_WORKLOAD, FG_ANN_POLICY,    FG_ANN_COMPUTE_MILLI,    FG_ANN_MEMORY_MIB,
-    FG_ANN_SHARING,  FG_ANN_ISOLATION, FG_ANN_ORIGINAL_REQUEST, NULL,
+    FG_ANN_SHARING,  FG_ANN_ISOLATION, FG_ANN_ORIGINAL_REQUEST, FG_ANN_UPDATE_MODE, NULL,
 };
 static const char *const our_labels[] = { FG_LABEL_MANAGED, NULL };
 static const char *const gpu_resources[] = { FG_RES_NVIDIA_GPU, FG_RES_GPU_SHARE, NULL };
@@ -158,6 +158,7 @@ static json_object *mutated(json_object *orig, size_t index, const struct fg_mut
     fg_json_set_str(ann, FG_ANN_SHARING, fg_sharing_name(t->sharing));
     fg_json_set_str(ann, FG_ANN_ISOLATION, fg_isolation_name(t->isolation));
     fg_json_set_str(ann, FG_ANN_ORIGINAL_REQUEST, record);
+    fg_json_set_str(ann, FG_ANN_UPDATE_MODE, fg_update_mode_name(t->update_mode));
     free(record);
     return pod;
 }

@@ -35,6 +35,7 @@ struct fg_mutation_target {
     enum fg_sharing sharing;
     enum fg_isolation isolation;
     struct fg_allocation allocation;
+    enum fg_update_mode update_mode;    /* the workload's */
 };
 
 struct fg_mutation {

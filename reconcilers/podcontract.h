@@ -29,6 +29,9 @@
 #define FG_ANN_SHARING "fracgpu.io/sharing"
 #define FG_ANN_ISOLATION "fracgpu.io/isolation"
 #define FG_ANN_ORIGINAL_REQUEST "fracgpu.io/original-request"
+/* On a mutated pod: its workload's updateMode. "Auto" lets fracgpu move the pod (a roll, or
+ * consolidation onto fewer GPUs); any other mode, never. */
+#define FG_ANN_UPDATE_MODE "fracgpu.io/update-mode"
 /* On a pod bound by fracgpu's scheduler (the Binding's annotations): the GPU it was placed on
  * (FG_ANN_GPU_UUID, below), its index on the node, the capacity pod holding that GPU, and the grant
  * that proves the placement (grant.h). */

@@ -71,7 +71,8 @@ static void answer_for_workload(const struct fg_review *r, const struct fg_admit
         out->response = fg_review_allow(r->uid, NULL, NULL);
         return;
     }
-    struct fg_mutation_target target = { gw_name, policy, terms.spec.sharing, terms.spec.isolation, { 0, 0 } };
+    struct fg_mutation_target target = { gw_name, policy, terms.spec.sharing, terms.spec.isolation, { 0, 0 },
+                                         terms.update_mode };
     /* a malformed fraction is the reconciler's to report */
     (void)fg_allocation_resolve(workload, &terms.rec, terms.update_mode, &target.allocation, NULL);
     struct fg_mutation m;

@@ -112,6 +112,7 @@ static void assert_mutated(json_object *p, size_t i, const char *maps)
     assert_string_equal(ann(p, FG_ANN_POLICY), "real-time");
     assert_string_equal(ann(p, FG_ANN_SHARING), "timeslice");
     assert_string_equal(ann(p, FG_ANN_ISOLATION), "shared");
+    assert_string_equal(ann(p, FG_ANN_UPDATE_MODE), "Off");
 }
 
 #define GPU1 "\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"1\"},\"limits\":{\"nvidia.com/gpu\":\"1\"}}"
@@ -427,13 +428,15 @@ static void untrusted_original_records(void **state)
 static void dedicated_mps_and_a_fraction(void **state)
 {
     (void)state;
-    struct fg_mutation_target t = { "statefulset-tts", "real-time-mps", FG_SHARING_MPS, FG_ISOLATION_DEDICATED, { 250, 8192 } };
+    struct fg_mutation_target t = { "statefulset-tts", "real-time-mps", FG_SHARING_MPS, FG_ISOLATION_DEDICATED,
+                                    { 250, 8192 }, FG_UPDATE_AUTO };
     struct fg_eligibility j;
     json_object *p = admit_with(pod("", "\"containers\":[{\"name\":\"app\"," GPU1 "}]"), &t, NULL, &j);
     assert_string_equal(ann(p, FG_ANN_WORKLOAD), "statefulset-tts");
     assert_string_equal(ann(p, FG_ANN_POLICY), "real-time-mps");
     assert_string_equal(ann(p, FG_ANN_SHARING), "mps");
     assert_string_equal(ann(p, FG_ANN_ISOLATION), "dedicated");
+    assert_string_equal(ann(p, FG_ANN_UPDATE_MODE), "Auto");   /* the scheduler may move it */
     struct fg_allocation a;
     char msg[FG_ERRMSG_MAX];
     assert_int_equal(fg_allocation_from_pod(p, &a, msg), FG_OK);

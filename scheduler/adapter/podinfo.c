@@ -82,6 +82,30 @@ static void read_allocation(json_object *pod, struct fg_sa_podinfo *pi, const st
     pi->workload = annotation(pod, FG_ANN_WORKLOAD);
 }
 
+static void signature(char sig[FG_SA_SIG_LEN + 1], json_object *spec, enum fg_sched_sharing sharing, const char *owner);
+
+/* Whether a controller (a ReplicaSet, a StatefulSet, a Job) owns pod: it makes the pod again if evicted. */
+static bool controlled(json_object *pod)
+{
+    json_object *refs = fg_json_get(pod, "metadata", "ownerReferences", NULL);
+    for (size_t i = 0; i < fg_json_array_len(refs); i++) {
+        json_object *c = fg_json_get(json_object_array_get_idx(refs, i), "controller", NULL);
+        if (c && json_object_get_boolean(c))
+            return true;
+    }
+    return false;
+}
+
+static void read_movable(json_object *pod, struct fg_sa_podinfo *pi)
+{
+    pi->movable = pi->has_gpu && !pi->problem[0] && !pi->group && !pi->exclusive &&
+                  (pi->isolation == FG_SCHED_ISO_SHARED || pi->workload) &&
+                  fg_str_eq(annotation(pod, FG_ANN_UPDATE_MODE), "Auto") && controlled(pod);
+    if (pi->movable)
+        signature(pi->signature, fg_json_get(pod, "spec", NULL), pi->sharing,
+                  pi->isolation == FG_SCHED_ISO_DEDICATED ? pi->workload : NULL);
+}
+
 void fg_sa_podinfo_read(json_object *pod, const char *cap_ns, struct fg_sa_podinfo *out)
 {
     struct fg_sa_podinfo *pi = out;
@@ -137,6 +161,7 @@ void fg_sa_podinfo_read(json_object *pod, const char *cap_ns, struct fg_sa_podin
     pi->gpu_uuid = annotation(pod, FG_ANN_GPU_UUID);
     pi->gpu_index = (int)annotation_int(pod, FG_ANN_GPU_INDEX, 0, FG_SCHED_MAX_GPUS - 1, -1);
     pi->sched_reason = condition_reason(pod, "PodScheduled");
+    read_movable(pod, pi);
 }
 
 /* ---- the core's view ---- */
@@ -235,13 +260,13 @@ static void build_tolerations(struct fg_sa_want *w, json_object *tols)
 }
 
 /* The signature: SHA-256 over the node-level constraints, the sharing mode and the dedicated owner. */
-static void signature(struct fg_sa_want *w, json_object *spec, const char *owner)
+static void signature(char sig[FG_SA_SIG_LEN + 1], json_object *spec, enum fg_sched_sharing sharing, const char *owner)
 {
     const char *parts[] = {
         json_object_to_json_string_ext(fg_json_get(spec, "nodeSelector", NULL), JSON_C_TO_STRING_PLAIN),
         json_object_to_json_string_ext(fg_json_get(spec, "affinity", "nodeAffinity", NULL), JSON_C_TO_STRING_PLAIN),
         json_object_to_json_string_ext(fg_json_get(spec, "tolerations", NULL), JSON_C_TO_STRING_PLAIN),
-        w->pod.sharing == FG_SCHED_SHARE_MPS ? "mps" : "timeslice",
+        sharing == FG_SCHED_SHARE_MPS ? "mps" : "timeslice",
         owner ? owner : "",
     };
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -253,7 +278,7 @@ static void signature(struct fg_sa_want *w, json_object *spec, const char *owner
     EVP_DigestFinal_ex(ctx, md, &len);
     EVP_MD_CTX_free(ctx);
     for (int i = 0; i < FG_SA_SIG_LEN / 2; i++)
-        snprintf(&w->sig[2 * i], 3, "%02x", md[i]);
+        snprintf(&sig[2 * i], 3, "%02x", md[i]);
 }
 
 enum fg_err fg_sa_want_build(json_object *pod, const struct fg_sa_podinfo *pi, int64_t gpu_mem_whole,
@@ -293,7 +318,7 @@ enum fg_err fg_sa_want_build(json_object *pod, const struct fg_sa_podinfo *pi, i
         errmsg);
     if (err)
         return err;
-    signature(w, spec, w->pod.owner);
+    signature(w->sig, spec, w->pod.sharing, w->pod.owner);
     char why[FG_ERRMSG_MAX];
     if (fg_sched_pod_validate(&w->pod, why) != FG_OK)
         return fg_errmsg(errmsg, FG_E_INVAL, "%s", why);

@@ -15,7 +15,7 @@
  * (Gt, Lt) and node affinity by field make the want fail with a reason: such a pod is not eligible
  * (the webhook never routes it here) and is reported Unschedulable rather than placed wrongly.
  *
- * The node-level signature (fg_sa_want.sig) is a short hash of what decides which nodes and GPUs
+ * The node-level signature (fg_sa_want.sig, and fg_sa_podinfo.signature of a movable pod) is a short hash of what decides which nodes and GPUs
  * a pod may use — node selector, node affinity, tolerations, sharing mode and, for dedicated
  * isolation, the workload — so that pods needing the same kind of new GPU are packed together and a
  * capacity pod on its way is counted for exactly the pods it can serve.
@@ -66,6 +66,10 @@ struct fg_sa_podinfo {
     const char *gpu_uuid;       /* FG_ANN_GPU_UUID once bound (capacity pods: the GPU held) */
     int gpu_index;              /* FG_ANN_GPU_INDEX once bound, -1 otherwise */
     const char *sched_reason;   /* reason of the PodScheduled condition, NULL without one */
+    bool movable;               /* fracgpu may move it (consolidation): its workload's updateMode is Auto
+                                   (FG_ANN_UPDATE_MODE), a controller makes it again, no pod group, not
+                                   exclusive */
+    char signature[FG_SA_SIG_LEN + 1];   /* a movable pod's node-level signature (as its want's), else "" */
     char problem[FG_ERRMSG_MAX]; /* why the allocation annotations cannot be used ("" when they can) */
     /* FG_SA_CAPACITY */
     bool cap_live;              /* Running, not being deleted, with the GPU and its memory reported */

@@ -103,6 +103,45 @@ static void test_signature(void **state)
 }
 
 /* Bad input: a clear reason, never a placement made up. */
+/* Movable (consolidation may move it): updateMode Auto, a controller, no pod group, not exclusive; its
+ * signature is the one its want has. */
+static void test_movable(void **state)
+{
+    (void)state;
+    static const char *const owned = "[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"rs\","
+                                     "\"uid\":\"r1\",\"controller\":true}]";
+    struct {
+        const char *annotations;
+        bool owned, movable;
+    } cases[] = {
+        { ANN_OK ",\"fracgpu.io/update-mode\":\"Auto\"", true, true },
+        { ANN_OK ",\"fracgpu.io/update-mode\":\"Auto\"", false, false },   /* a bare pod: nobody makes it again */
+        { ANN_OK ",\"fracgpu.io/update-mode\":\"Initial\"", true, false },
+        { ANN_OK, true, false },
+        { ANN_OK ",\"fracgpu.io/update-mode\":\"Auto\",\"fracgpu.io/pod-group\":\"g\"", true, false },
+        { ANN_OK ",\"fracgpu.io/update-mode\":\"Auto\",\"fracgpu.io/sharing\":\"exclusive\"", true, false },
+        { "\"fracgpu.io/compute-milli\":\"lots\",\"fracgpu.io/update-mode\":\"Auto\"", true, false },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_object *p = pod(cases[i].annotations, ",\"nodeSelector\":{\"pool\":\"a100\"}");
+        if (cases[i].owned)
+            json_object_object_add(fg_json_get(p, "metadata", NULL), "ownerReferences", json_tokener_parse(owned));
+        struct fg_sa_podinfo pi;
+        fg_sa_podinfo_read(p, "fracgpu-system", &pi);
+        assert_int_equal(pi.movable, cases[i].movable);
+        if (pi.movable) {
+            struct fg_sa_want w;
+            char why[FG_ERRMSG_MAX];
+            assert_int_equal(fg_sa_want_build(p, &pi, 80000, &w, why), FG_OK);
+            assert_string_equal(pi.signature, w.sig);
+            fg_sa_want_cleanup(&w);
+        } else {
+            assert_string_equal(pi.signature, "");
+        }
+        json_object_put(p);
+    }
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -176,7 +215,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tenant),    cmocka_unit_test(test_whole_memory_and_dedicated),
         cmocka_unit_test(test_signature), cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_capacity_pod),
+        cmocka_unit_test(test_capacity_pod), cmocka_unit_test(test_movable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
