@@ -50,6 +50,7 @@ enum {
     OPT_CAPACITY_IDLE_GRACE,
     OPT_POD_GROUP_TIMEOUT,
     OPT_PREEMPTION_DELAY,
+    OPT_CONSOLIDATION_INTERVAL,
     OPT_NO_COLLECTOR,
     OPT_COLLECT_INTERVAL,
     OPT_COLLECT_TIMEOUT,
@@ -94,6 +95,8 @@ static void usage(FILE *out)
                  "  --pod-group-timeout D   how long a pod group's placed members wait for the rest (default 60s)\n"
                  "  --preemption-delay D    how long a pod waits for new capacity before it evicts pods of lower\n"
                  "                          priority from a GPU (default 30s)\n"
+                 "  --consolidation-interval D  how often one GPU whose tenants fit on the others is emptied,\n"
+                 "                          moving pods of updateMode Auto (default 1m; 0: never)\n"
                  "  --no-collector          do not scrape the node agents for per-pod GPU use\n"
                  "  --collect-interval D    how often the collector scrapes every node agent (default 30s)\n"
                  "  --collect-timeout D     how long one scrape may take (default 5s)\n"
@@ -195,6 +198,13 @@ static enum fg_err option(void *ud, int c, const char *arg, char *errmsg)
         enum fg_err err = duration(names[i], arg, &ms, errmsg);
         if (!err)
             *to[i] = (uint64_t)ms;
+        return err;
+    }
+    case OPT_CONSOLIDATION_INTERVAL: {
+        int64_t ms = 0;
+        enum fg_err err = strcmp(arg, "0") ? duration("--consolidation-interval", arg, &ms, errmsg) : FG_OK;
+        if (!err)
+            a->sched.consolidation_interval_ms = (uint64_t)ms;
         return err;
     }
     case OPT_NO_COLLECTOR:
@@ -321,6 +331,7 @@ int fg_cmd_operator(int argc, char **argv)
         { "capacity-idle-grace", required_argument, NULL, OPT_CAPACITY_IDLE_GRACE },
         { "pod-group-timeout", required_argument, NULL, OPT_POD_GROUP_TIMEOUT },
         { "preemption-delay", required_argument, NULL, OPT_PREEMPTION_DELAY },
+        { "consolidation-interval", required_argument, NULL, OPT_CONSOLIDATION_INTERVAL },
         { "no-collector", no_argument, NULL, OPT_NO_COLLECTOR },
         { "collect-interval", required_argument, NULL, OPT_COLLECT_INTERVAL },
         { "collect-timeout", required_argument, NULL, OPT_COLLECT_TIMEOUT },

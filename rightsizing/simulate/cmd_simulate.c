@@ -48,7 +48,8 @@ static int usage(FILE *out, int status)
                  "  --placement NAME      the scheduler's placement policy (default bestfit)\n"
                  "  --warmup DURATION     replayed but not measured from the start (default: the policy's minHistory)\n"
                  "  --consolidation-interval DURATION\n"
-                 "                        one GPU emptied onto the others per interval, as the operator does (default 1m; 0: never)\n");
+                 "                        one GPU emptied onto the others per interval, as the operator does\n"
+                 "                        under a policy whose updateMode is Auto (default 1m; 0: never)\n");
     return status;
 }
 

@@ -177,12 +177,15 @@ static void record_shown(struct run *run, size_t m)
     }
 }
 
+/* GPUs tried per consolidation, emptiest first: the operator's MAX_TRIED (consolidate.c). */
+#define CONSOLIDATION_TRIED 32
+
 /* A held GPU as consolidation ranks it. */
 struct gpu_fill {
     int node;
     int tenants;
     int64_t mem_mib;            /* its tenants' memory allocations */
-    bool whole;                 /* a tenant holds the whole GPU */
+    bool stuck;                 /* a tenant holds the whole GPU, or is larger than any GPU's free room */
 };
 
 /* The order the operator tries GPUs in (scheduler/adapter/consolidate.c): fewest tenants, then least
@@ -197,16 +200,25 @@ static int by_fill(const void *a, const void *b)
     return (x->node > y->node) - (x->node < y->node);
 }
 
-/* Empties the first GPU, in by_fill's order, whose every tenant fits on the others, as the operator
- * does once per consolidation interval. A pod still on its whole GPU (no allocation yet) cannot go
- * anywhere else, so a GPU holding one is passed over. Each move is a roll, counted as a change. */
+/* Empties one GPU onto the others, as the operator does once per consolidation interval: a GPU holding
+ * a pod still on its whole GPU (no allocation yet), or one larger than any GPU's free room, is passed
+ * over at once; of the next CONSOLIDATION_TRIED in by_fill's order, the first whose every tenant fits
+ * on the others is emptied. Each move is a roll, counted as a change. */
 static void consolidate(struct run *run)
 {
     size_t slots = fg_sim_pool_slots(&run->pool);
     struct gpu_fill *f = fg_calloc(slots ? slots : 1, sizeof *f);
     struct fg_sim_place **tenants = fg_malloc((run->n ? run->n : 1) * sizeof *tenants);
-    for (size_t g = 0; g < slots; g++)
+    int max_free_milli = 0;     /* the most a GPU with tenants has free: a tenant above it fits nowhere */
+    int64_t max_free_mem = 0;
+    for (size_t g = 0; g < slots; g++) {
         f[g].node = (int)g;
+        const struct fg_sched_node *node = &run->pool.c.nodes[g];
+        if (node->removed || !node->gpus[0].tenants)
+            continue;
+        max_free_milli = node->gpus[0].free_milli > max_free_milli ? node->gpus[0].free_milli : max_free_milli;
+        max_free_mem = node->gpus[0].free_mem_mib > max_free_mem ? node->gpus[0].free_mem_mib : max_free_mem;
+    }
     for (size_t i = 0; i < run->n; i++) {
         const struct pod *p = &run->pods[i];
         if (!p->place.placed)
@@ -214,14 +226,14 @@ static void consolidate(struct run *run)
         struct gpu_fill *g = &f[p->place.pl.node];
         g->tenants++;
         g->mem_mib += p->mem_mib;
-        g->whole |= !p->rec.applied.set;
+        g->stuck |= !p->rec.applied.set || p->milli > max_free_milli || p->mem_mib > max_free_mem;
     }
     size_t n = 0;
     for (size_t g = 0; g < slots; g++)
-        if (!run->pool.c.nodes[g].removed && f[g].tenants > 0 && !f[g].whole)
+        if (!run->pool.c.nodes[g].removed && f[g].tenants > 0 && !f[g].stuck)
             f[n++] = f[g];
     qsort(f, n, sizeof *f, by_fill);
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; j < n && j < CONSOLIDATION_TRIED; j++) {
         size_t k = 0;
         for (size_t i = 0; i < run->n; i++)
             if (run->pods[i].place.placed && run->pods[i].place.pl.node == f[j].node)
@@ -349,7 +361,7 @@ static enum fg_err setup(struct run *run, const struct fg_gentd26 *t, char *errm
         return fg_errmsg(errmsg, FG_E_INVAL, "a warm-up of %zu minutes leaves nothing of the trace's %zu to measure",
                          warmup, run->minutes);
     run->r->warmup_minutes = warmup;
-    if (o->consolidation_interval_ms > 0)
+    if (o->consolidation_interval_ms > 0 && o->policy.update_mode == FG_UPDATE_AUTO)   /* as on a cluster */
         run->consolidate_every = (size_t)((o->consolidation_interval_ms + FG_SIM_STEP_S * 1000 - 1) / (FG_SIM_STEP_S * 1000));
     run->r->gpus = fg_calloc(run->minutes, sizeof *run->r->gpus);
     run->r->alive = fg_calloc(run->minutes, sizeof *run->r->alive);

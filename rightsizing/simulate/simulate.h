@@ -21,7 +21,8 @@
  *   - consolidation, as the operator's scheduler does it (scheduler/adapter/consolidate.c): once per
  *     consolidation interval, at the end of a minute, the first GPU — fewest tenants, then least
  *     memory allocated — whose every tenant fits on the other GPUs is emptied, each tenant rolled
- *     onto them (a change, like any roll); every pod may be moved, as under updateMode Auto.
+ *     onto them (a change, like any roll). Only under a policy whose updateMode is Auto, as on a
+ *     cluster: the operator moves no pod of an Off or Initial workload.
  *
  * The warm-up. The trace begins with its pods already running, and before a policy's minHistory none
  * of them can have an allocation, so for that long every pod holds a whole GPU: one GPU per pod, as
@@ -71,7 +72,8 @@ struct fg_sim_opts {
     const char *placement;                  /* the scheduler's placement policy (policies/policy.h) */
     const bool *selected;                   /* per trace series: simulate it; NULL: every one */
     int64_t warmup_ms;                      /* not measured from the trace's start; < 0: the policy's minHistory */
-    int64_t consolidation_interval_ms;      /* one GPU emptied, when one can be, per interval; 0: never */
+    int64_t consolidation_interval_ms;      /* one GPU emptied, when one can be, per interval (under an
+                                               Auto policy only); 0: never */
     /* Called now and then with the share done (0..1); NULL: none. */
     void (*progress)(void *ud, double done);
     void *ud;

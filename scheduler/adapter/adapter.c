@@ -35,7 +35,8 @@ static json_object *parsed(struct fg_kobj *obj)
  * would make the scheduler's tree of each of tens of thousands of pods several times larger. */
 static const char *const kept_paths[] = {
     "apiVersion", "kind", "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels",
-    "metadata.annotations", "metadata.creationTimestamp", "metadata.deletionTimestamp", "spec.nodeName",
+    "metadata.annotations", "metadata.ownerReferences[].controller", "metadata.creationTimestamp",
+    "metadata.deletionTimestamp", "spec.nodeName",
     "spec.schedulerName", "spec.priority", "spec.preemptionPolicy", "spec.schedulingGates", "spec.nodeSelector",
     "spec.affinity.nodeAffinity", "spec.tolerations", "spec.overhead", "spec.containers[].name",
     "spec.containers[].image", "spec.containers[].resources", "spec.initContainers[].resources",
@@ -165,6 +166,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     sa_giveback_tick(a);
     sa_bind_resume(a);
     sa_preempt_tick(a);
+    sa_consolidate_tick(a);
     sa_pass(a);
 }
 
@@ -271,6 +273,10 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
                                     "Capacity pods shrunk to give their reservation to a tenant.", NULL);
     a->preemptions = fg_metrics_counter(m, "fracgpu_scheduler_preemption_victims_total",
                                         "Pods evicted to make room for a pod of higher priority.", NULL);
+    a->consolidations = fg_metrics_counter(m, "fracgpu_scheduler_consolidations_total",
+                                           "GPUs consolidation chose to empty onto the other GPUs.", NULL);
+    a->consolidation_moves = fg_metrics_counter(m, "fracgpu_scheduler_consolidation_evictions_total",
+                                                "Tenants evicted by consolidation, to be placed again on other GPUs.", NULL);
     static const double bounds[] = { 0.0001, 0.001, 0.01, 0.1, 1 };
     a->cycle_seconds = fg_metrics_histogram(m, "fracgpu_scheduler_pass_seconds", "Time of one scheduling pass.", NULL,
                                             bounds, sizeof(bounds) / sizeof(*bounds));

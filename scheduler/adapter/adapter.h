@@ -36,8 +36,13 @@
  * of lower priority from one GPU (Eviction API, a dry run first so that PodDisruptionBudgets are
  * honoured for all or none), and the room is nominated to it until they are gone.
  *
- * Restart. Nothing lives only in memory: placements are the pods' annotations, GPUs are the capacity
- * pods, and reservations are the capacity pods' requests.
+ * Consolidation (consolidate.c). Once a minute, when nothing waits, the first GPU whose tenants —
+ * all of workloads under updateMode Auto — fit on the other GPUs is emptied: its capacity pod takes no
+ * new tenant, its tenants are evicted (budgets honoured) and placed again by their controllers' new
+ * pods, and the capacity pod goes.
+ *
+ * Restart. Nothing lives only in memory but a consolidation's drain: placements are the pods'
+ * annotations, GPUs are the capacity pods, and reservations are the capacity pods' requests.
  */
 #ifndef FG_SCHEDULER_ADAPTER_ADAPTER_H
 #define FG_SCHEDULER_ADAPTER_ADAPTER_H
@@ -56,12 +61,13 @@ struct fg_sa_opts {
     uint64_t idle_grace_ms;         /* how long a capacity pod stays without tenants (default 5 min) */
     uint64_t group_timeout_ms;      /* how long a pod group's reserved members wait for the rest (default 60 s) */
     uint64_t preemption_delay_ms;   /* how long a pod waits for new capacity before it preempts (default 30 s) */
+    uint64_t consolidation_interval_ms;   /* how often one GPU may be emptied onto the others (default 1 min; 0: never) */
 };
 
 #define FG_SA_OPTS_DEFAULT                                                                                   \
     { .ns = "fracgpu-system", .policy = "fracgpu", .owner = "fracgpu-operator",                             \
       .priority_class = "fracgpu-capacity", .idle_grace_ms = 5 * 60 * 1000, .group_timeout_ms = 60 * 1000,      \
-      .preemption_delay_ms = 30 * 1000 }
+      .preemption_delay_ms = 30 * 1000, .consolidation_interval_ms = 60 * 1000 }
 
 /* Registers the scheduler with m: its informers (pods, nodes, the grant key's Secret), its handlers
  * and a leader-only runnable. */

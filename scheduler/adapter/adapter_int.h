@@ -79,6 +79,7 @@ struct sa_pod {
     int64_t sent_cpu, sent_mem;       /* the target last accepted by the API server (0: none) */
     bool target_set;
     bool resize_inflight;       /* one resize at a time (resize.c) */
+    uint64_t draining_since_ns; /* consolidation empties its GPU (consolidate.c); 0: not */
     bool deleting_sent;
 };
 
@@ -124,6 +125,7 @@ struct fg__sched_adapter {
     bool pass_armed;
     struct bind_op **awaiting;  /* binds whose capacity pods' shrinks the kubelet has yet to apply */
     size_t n_awaiting, cap_awaiting;
+    uint64_t consolidated_ns;   /* when consolidation last looked (consolidate.c) */
     struct sa_pod **unschedulable;   /* GPU pods the last pass could not place */
     size_t n_unschedulable, cap_unschedulable;
     char image[256];            /* the capacity pods' image */
@@ -133,7 +135,7 @@ struct fg__sched_adapter {
     bool owner_checked;         /* the owner was looked up (found or not): capacity pods may be made */
     /* metrics */
     struct fg_counter *scheduled, *unschedulable_ctr, *bind_errors, *capacity_created, *capacity_deleted,
-        *tenants_evicted, *resizes, *preemptions;
+        *tenants_evicted, *resizes, *preemptions, *consolidations, *consolidation_moves;
     struct fg_histogram *cycle_seconds;
 };
 
@@ -204,6 +206,17 @@ bool sa_preempt_try(struct fg__sched_adapter *a, struct sa_pod *p);
 /* Binds the nominated pods whose victims are gone; drops nominations that waited too long. */
 void sa_preempt_tick(struct fg__sched_adapter *a);
 void sa_preempt_free(struct sa_preemption *pr);
+
+/* ---- consolidate.c: a GPU emptied onto the others ---- */
+/* On the tick: once per consolidation interval, when nothing waits, marks draining the capacity pod
+ * of the first GPU whose every tenant fits on other GPUs (giveback.c then evicts them); stops a
+ * drain that takes too long. */
+void sa_consolidate_tick(struct fg__sched_adapter *a);
+/* Whether capacity pod p's GPU is being emptied: it takes no new tenant. */
+static inline bool sa_draining(const struct sa_pod *p)
+{
+    return p && p->draining_since_ns != 0;
+}
 
 /* ---- capacity.c: capacity pods asked for ---- */
 void sa_capacity_plan(struct fg__sched_adapter *a);

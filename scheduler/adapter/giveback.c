@@ -16,6 +16,10 @@
  * the budget fracgpu-capacity (manifests/capacity-holder/pdb.yaml) refuses every eviction of a
  * capacity pod, so a drain waits for this deletion, which comes once the tenants are gone.
  *
+ * Consolidation. A capacity pod consolidation marked draining (consolidate.c) is treated as one on a
+ * node being removed: its tenants are evicted, their budgets honoured, and it is deleted once they are
+ * gone.
+ *
  * Lost GPUs. A bound tenant whose capacity pod is gone, not live, or now holds another GPU is
  * evicted at once with a grace period of STRANDED_GRACE_S (Eviction API; deleted if a budget
  * refuses: the GPU under it is not held any more).
@@ -166,7 +170,7 @@ static void tenant_check(struct fg__sched_adapter *a, struct sa_pod *t)
     remove_pod(a, t, REMOVE_EVICT_OR_DELETE);
 }
 
-/* Evicts the tenants of capacity pod c (on a node an autoscaler removes) not already going. */
+/* Evicts the tenants of capacity pod c (on a node an autoscaler removes, or draining) not already going. */
 static void evict_tenants(struct fg__sched_adapter *a, const struct sa_pod *c)
 {
     int slot = sa_node_slot_of(c->on, c->name);
@@ -177,8 +181,13 @@ static void evict_tenants(struct fg__sched_adapter *a, const struct sa_pod *c)
         if (!tenant || !t->info.node || t->assumed || t->deleting_sent || t->info.deleting || t->info.terminal ||
             t->spared_until_ns > fg_clock_mono_ns())
             continue;
-        fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s evicted: its node %s is being removed", t->key, c->on->name);
-        fg_counter_add(a->tenants_evicted, 1);
+        if (sa_draining(c)) {
+            fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s evicted: consolidation moves it off capacity pod %s", t->key, c->key);
+            fg_counter_add(a->consolidation_moves, 1);
+        } else {
+            fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s evicted: its node %s is being removed", t->key, c->on->name);
+            fg_counter_add(a->tenants_evicted, 1);
+        }
         remove_pod(a, t, REMOVE_EVICT);
     }
 }
@@ -200,12 +209,16 @@ void sa_giveback_tick(struct fg__sched_adapter *a)
             continue;
         enum sa_leaving leaving = p->on ? sa_node_leaving(p->on) : SA_STAYING;
         bool tenants = p->info.cap_live && has_tenants(p);
-        if (leaving == SA_REMOVED && tenants)
+        if ((leaving == SA_REMOVED || sa_draining(p)) && tenants)
             evict_tenants(a, p);
-        if (leaving != SA_STAYING) {
+        if (leaving != SA_STAYING || sa_draining(p)) {
             if (!tenants) {
-                fg_log(FG_LOG_INFO, SA_COMPONENT, "capacity pod %s given back: its node %s is leaving and its GPU has no tenant",
-                       p->key, p->on->name);
+                if (sa_draining(p))
+                    fg_log(FG_LOG_INFO, SA_COMPONENT, "capacity pod %s given back: consolidation moved its tenants to "
+                           "other GPUs", p->key);
+                else
+                    fg_log(FG_LOG_INFO, SA_COMPONENT, "capacity pod %s given back: its node %s is leaving and its GPU "
+                           "has no tenant", p->key, p->on->name);
                 fg_counter_add(a->capacity_deleted, 1);
                 remove_pod(a, p, REMOVE_DELETE);
                 a->epoch++;

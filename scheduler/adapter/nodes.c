@@ -4,7 +4,8 @@
  * A node enters the core's snapshot with its allocatable CPU, memory, pods and nvidia.com/gpu, its
  * labels, taints and cordon. Its GPU slots are bins: a slot is held by one live capacity pod (the
  * one a tenant's fracgpu.io/gpu-index names, when there is one, so that a restarted scheduler puts
- * tenants back on the slots they were bound to) or carries a phantom charge that lets nothing in.
+ * tenants back on the slots they were bound to) or carries a phantom charge that lets nothing in; so
+ * does a held GPU being emptied by consolidation, on top of the tenants it still has.
  * A change of the node object or of its bins marks it dirty; sa_nodes_flush rebuilds dirty nodes
  * before each pass: removed from the snapshot, added again, every pod on it charged again.
  */
@@ -191,7 +192,7 @@ static bool add_node(struct fg__sched_adapter *a, struct sa_node *n)
     }
     int phantoms = 0;
     for (int s = 0; s < n->n_gpus; s++)
-        phantoms += !n->bins[s].cap;
+        phantoms += !n->bins[s].cap || sa_draining(n->bins[s].cap);
     const char *model = fg_json_get_str(labels, "nvidia.com/gpu.product", NULL);
     json_object *unsched = fg_json_get(n->json, "spec", "unschedulable", NULL);
     struct fg_sched_node_spec spec = {
@@ -216,7 +217,7 @@ static bool add_node(struct fg__sched_adapter *a, struct sa_node *n)
         return false;
     }
     for (int s = 0; s < n->n_gpus; s++)
-        if (!n->bins[s].cap)
+        if (!n->bins[s].cap || sa_draining(n->bins[s].cap))   /* a draining GPU keeps its tenants, takes no new one */
             charge_phantom(a, n, s);
     return true;
 }

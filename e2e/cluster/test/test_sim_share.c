@@ -15,7 +15,11 @@
  *      placed again, on a GPU that is held;
  *   7. the operator's pods deleted: the new leader rebuilds everything from the pods, moves nothing
  *      and creates no capacity pod; `kubectl get gpuworkloads` shows the llm Deployment's 9 GPUs
- *      before and 2.7 after.
+ *      before and 2.7 after (consolidation runs every 2 s, and moves none of these pods: their
+ *      policies are not updateMode Auto);
+ *   8. consolidation: under batch (Auto), two 600-milli pods hold a GPU each and a 300-milli pod
+ *      shares one; when the big pod beside it leaves, the small pod is evicted and its replacement
+ *      placed on the other big pod's GPU, whose pod is not touched, and the emptied GPU is given back.
  * All along, an independent checker (e2e/checker) watches every pod and asserts after each event that
  * no GPU's tenants exceed its compute or memory and that no tenant runs without its capacity pod.
  */
@@ -48,14 +52,15 @@ static struct share_env e;
 
 /* A Deployment asking for whole GPUs, automated (its template labelled as the operator would label
  * it, so that even its first pods are mutated), with a fixed fraction and the CPU asked. */
-#define SHARED_APP(name, replicas, extra_ann, cpu)                                                           \
+#define FRACTION_APP(name, replicas, milli, memory, extra_ann, cpu)                                          \
     "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " name "\n  namespace: " NS "\n"                 \
-    "  annotations: {fracgpu.io/automate: \"true\", fracgpu.io/gpu-compute: \"300\", "                         \
-    "fracgpu.io/gpu-memory: 10Gi" extra_ann "}\n"                                                              \
+    "  annotations: {fracgpu.io/automate: \"true\", fracgpu.io/gpu-compute: \"" milli "\", "                   \
+    "fracgpu.io/gpu-memory: " memory extra_ann "}\n"                                                           \
     "spec:\n  replicas: " replicas "\n  selector:\n    matchLabels: {app: " name "}\n  template:\n"             \
     "    metadata:\n      labels: {app: " name ", fracgpu.io/automate: \"true\"}\n    spec:\n"                  \
     "      containers:\n        - name: main\n          image: registry.example.com/vllm:1\n"                  \
     "          resources: {requests: {cpu: " cpu ", memory: 256Mi}, limits: {nvidia.com/gpu: \"1\"}}\n"
+#define SHARED_APP(name, replicas, extra_ann, cpu) FRACTION_APP(name, replicas, "300", "10Gi", extra_ann, cpu)
 
 static bool nodes_are(void *ud)
 {
@@ -86,7 +91,7 @@ static int teardown(void **state)
 static void test_install(void **state)
 {
     (void)state;
-    static const char *const args[] = { "--capacity-idle-grace=3s", NULL };
+    static const char *const args[] = { "--capacity-idle-grace=3s", "--consolidation-interval=2s", NULL };
     share_install(&e, args, 1, NS);
 }
 
@@ -317,12 +322,90 @@ static void test_restart(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* ---- 8. consolidation: a GPU emptied onto another ---- */
+
+#define BATCH ", fracgpu.io/policy: batch"   /* updateMode Auto: fracgpu may move its pods */
+
+/* The one live pod of app: its uid and capacity pod into uid and cap; false unless exactly one runs. */
+static bool one_pod(const char *app, char uid[64], char cap[128])
+{
+    struct share_app v;
+    share_app(&e.sim, NS, app, &v);
+    bool ok = v.n == 1 && v.running == 1 && share_ann(v.pods[0], FG_ANN_CAPACITY_POD);
+    if (ok) {
+        snprintf(uid, 64, "%s", fg_json_get_str(v.pods[0], "metadata", "uid", NULL));
+        snprintf(cap, 128, "%s", share_ann(v.pods[0], FG_ANN_CAPACITY_POD));
+    }
+    share_app_cleanup(&v);
+    return ok;
+}
+
+struct moved {
+    const char *old_uid, *onto;
+};
+
+/* small runs again as another pod, on the capacity pod `onto`. */
+static bool small_moved(void *ud)
+{
+    const struct moved *m = ud;
+    char uid[64], cap[128];
+    return one_pod("small", uid, cap) && strcmp(uid, m->old_uid) && !strcmp(cap, m->onto);
+}
+
+static void test_consolidation(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    OK(&out, NULL, "delete", "deployment", "llm", "rt", "-n", NS);
+    size_t zero = 0;
+    if (!share_eventually(capacity_is, &zero, 60))
+        share_show_and_fail(&e.sim, "the capacity pods of the deleted Deployments were not given back");
+    /* two pods of 600 milli need a GPU each; a third of 300 milli shares one of them */
+    OK(&out, FRACTION_APP("big-a", "1", "600", "20Gi", BATCH, "100m") "---\n"
+             FRACTION_APP("big-b", "1", "600", "20Gi", BATCH, "100m"), "apply", "-f", "-");
+    struct share_want_running wa = { &e.sim, NS, "big-a", 1 }, wb = { &e.sim, NS, "big-b", 1 };
+    if (!share_eventually(share_all_running, &wa, 120) || !share_eventually(share_all_running, &wb, 120))
+        share_show_and_fail(&e.sim, "the two 600-milli pods do not run");
+    OK(&out, FRACTION_APP("small", "1", "300", "10Gi", BATCH, "100m"), "apply", "-f", "-");
+    struct share_want_running ws = { &e.sim, NS, "small", 1 };
+    if (!share_eventually(share_all_running, &ws, 120))
+        share_show_and_fail(&e.sim, "the 300-milli pod does not run");
+    char small_uid[64], small_cap[128], a_uid[64], a_cap[128], b_uid[64], b_cap[128];
+    assert_true(one_pod("small", small_uid, small_cap));
+    assert_true(one_pod("big-a", a_uid, a_cap));
+    assert_true(one_pod("big-b", b_uid, b_cap));
+    assert_string_not_equal(a_cap, b_cap);
+    assert_int_equal(capacity_pods(), 2);
+    /* the big pod beside small leaves: small (300 milli, 10 GiB) and the other big pod (600, 20 GiB)
+     * are alone on a GPU each, and both fit on one */
+    bool beside_a = !strcmp(small_cap, a_cap);
+    assert_true(beside_a || !strcmp(small_cap, b_cap));
+    OK(&out, NULL, "delete", "deployment", beside_a ? "big-a" : "big-b", "-n", NS);
+    const char *stays_uid = beside_a ? b_uid : a_uid, *stays_cap = beside_a ? b_cap : a_cap;
+    /* consolidation moves small, the GPU with less memory allocated, onto the other big pod's GPU */
+    struct moved m = { small_uid, stays_cap };
+    if (!share_eventually(small_moved, &m, 120))
+        share_show_and_fail(&e.sim, "consolidation did not move the small pod onto the other GPU");
+    size_t one = 1;
+    if (!share_eventually(capacity_is, &one, 60))
+        share_show_and_fail(&e.sim, "the emptied GPU's capacity pod was not given back");
+    char uid[64], cap[128];
+    assert_true(one_pod(beside_a ? "big-b" : "big-a", uid, cap));
+    assert_string_equal(uid, stays_uid);   /* the pod that stayed was not touched */
+    assert_string_equal(cap, stays_cap);
+    OK(&out, NULL, "get", "pods", "-n", NS, "-l", "app=small", "-o",
+       "jsonpath={.items[0].metadata.annotations.fracgpu\\.io/update-mode}");
+    assert_string_equal(fg_buf_str(&out), "Auto");
+    fg_buf_cleanup(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_install),      cmocka_unit_test(test_nine_on_three), cmocka_unit_test(test_scale_up),
         cmocka_unit_test(test_give_back),    cmocka_unit_test(test_mps_dedicated), cmocka_unit_test(test_capacity_lost),
-        cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_restart),      cmocka_unit_test(test_consolidation),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
