@@ -1,7 +1,7 @@
 /*
  * The operator and its CRDs with the real kubectl against the test API server:
  *   - manifests/ renders with kubectl kustomize; the CRDs it includes (crds/) apply cleanly and
- *     become Established;
+ *     become Established, and `kubectl explain` describes their fields;
  *   - the operator, started as its own process, ensures the four always-present built-ins, upgrades
  *     one an older release wrote and nobody edited, and leaves an edited one alone;
  *   - `kubectl get gpupolicies` lists them with the printer columns;
@@ -177,6 +177,16 @@ static void test_operator_with_kubectl(void **state)
     if (kubectl(&out, NULL, "wait", "--for=condition=Established", "--timeout=20s",
                 "crd/gpupolicies.fracgpu.io", "crd/gpuworkloads.fracgpu.io", NULL) != 0)
         fail_msg("kubectl wait Established: %s", fg_buf_str(&out));
+    /* Each field explains itself. */
+    static const char *const explained[][2] = {
+        { "gpupolicy.spec.compute.percentile", "percentile of the decaying utilization histogram" },
+        { "gpuworkload.status.recommendation", "before the policy's minHistory the pods keep whole GPUs" },
+        { "gpuworkload.status.usage.memoryPeakMiB", "Peak GPU memory use in the window" },
+    };
+    for (size_t i = 0; i < sizeof explained / sizeof *explained; i++) {
+        if (kubectl(&out, NULL, "explain", explained[i][0], NULL) != 0 || !strstr(fg_buf_str(&out), explained[i][1]))
+            fail_msg("kubectl explain %s: %s", explained[i][0], fg_buf_str(&out));
+    }
 
     /* Two built-ins as an older release wrote them: real-time untouched since, real-time-mps edited. */
     char *older = old_builtin("real-time", false);
