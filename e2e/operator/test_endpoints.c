@@ -8,6 +8,7 @@
  * built-ins are created and get one status write each — and no more: an unchanged status is not
  * rewritten. A clean stop releases the Lease.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,9 +44,46 @@ static long long sample(const char *text, const char *prefix)
     return -1;
 }
 
+/* The operator's log, kept while the test runs (the sink is called from the loop thread). */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fg_buf log_lines = FG_BUF_INIT;
+
+static void keep_log(void *ud, const char *line, unsigned long len)
+{
+    (void)ud;
+    pthread_mutex_lock(&log_mu);
+    fg_buf_put(&log_lines, line, len);
+    pthread_mutex_unlock(&log_mu);
+}
+
+/* How many lines of the kept log hold all of the given pieces. */
+static int log_count(const char *a, const char *b)
+{
+    int n = 0;
+    pthread_mutex_lock(&log_mu);
+    for (const char *line = fg_buf_str(&log_lines); *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *hit = memmem(line, len, a, strlen(a));
+        n += hit && memmem(line, len, b, strlen(b)) != NULL;
+        line += len + (end != NULL);
+    }
+    pthread_mutex_unlock(&log_mu);
+    return n;
+}
+
+/* Fails, showing the log, unless exactly want lines hold both pieces. */
+static void expect_log(int want, const char *a, const char *b)
+{
+    int n = log_count(a, b);
+    if (n != want)
+        fail_msg("%d log lines with \"%s\" and \"%s\", not %d:\n%s", n, a, b, want, fg_buf_str(&log_lines));
+}
+
 static void test_endpoints_before_and_after_crds(void **state)
 {
     (void)state;
+    fg_log_set_sink(keep_log, NULL);
     struct fg_harness h;
     char msg[FG_ERRMSG_MAX] = "";
     if (fg_harness_start(&h, NULL, msg) != FG_OK)
@@ -86,6 +124,10 @@ static void test_endpoints_before_and_after_crds(void **state)
         }
     }
     assert_true(restarts >= 2);
+    /* A missing CRD is said once per resource, with what installs it, however often the list is tried. */
+    expect_log(1, "GPUPolicy in all namespaces: the API server does not serve this resource (404)",
+               "kubectl apply -k manifests");
+    expect_log(0, "GPUPolicy", "list failed");
     assert_true(fg_manager_is_leader(op));
     const char *m = fg_buf_str(&body);
     assert_int_equal(sample(m, "fracgpu_informer_synced{resource=\"gpuworkloads\"}"), 0);
@@ -135,6 +177,8 @@ static void test_endpoints_before_and_after_crds(void **state)
     assert_int_equal(sample(m, "fracgpu_informer_cached_objects{resource=\"gpupolicies\"}"), 4);
     assert_int_equal(sample(m, "fracgpu_informer_synced{resource=\"gpuworkloads\"}"), 1);
     assert_true(sample(m, "fracgpu_reconcile_total{controller=\"gpupolicy\",result=\"success\"}") >= 8);
+    expect_log(1, "GPUPolicy in all namespaces is served now", "");
+    expect_log(1, "GPUPolicy in all namespaces: the API server does not serve", "");
 
     /* A clean stop releases the Lease: no holder, so a standby would take over at once. */
     fg_manager_free(op);
@@ -148,11 +192,13 @@ static void test_endpoints_before_and_after_crds(void **state)
     fg_buf_cleanup(&body);
     assert_int_equal(fg_remove_tree(kdir), 0);
     fg_harness_stop(&h);
+    fg_log_set_sink(NULL, NULL);
+    fg_buf_cleanup(&log_lines);
 }
 
 int main(void)
 {
-    fg_log_set_level(FG_LOG_OFF);
+    fg_log_set_level(FG_LOG_INFO);   /* into the test's sink, which checks what is said */
     curl_global_init(CURL_GLOBAL_DEFAULT);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints_before_and_after_crds),

@@ -37,6 +37,7 @@ struct fg_reflector {
     uint64_t watch_events;
     bool relist_needed;        /* an ERROR event said 410 */
     bool watch_failed;         /* an ERROR event of another kind */
+    bool missing;              /* lists answered 404 (said once, until one succeeds) */
     struct fg_reflector_stats stats;
 };
 
@@ -141,12 +142,24 @@ static void on_list_done(void *ud, const struct fg_listwatch_result *res)
         retry_later(r, STEP_LIST, 0);
         return;
     }
+    if (res->err == FG_E_KUBE_NOT_FOUND) {   /* no such resource: a CRD not installed, said once */
+        fg_log(r->missing ? FG_LOG_DEBUG : FG_LOG_WARN, COMPONENT,
+               "%s: the API server does not serve this resource (404): its CustomResourceDefinition is not "
+               "installed (fracgpu's: kubectl apply -k manifests/); listing again quietly until it is",
+               kind(r));
+        r->missing = true;
+        retry_later(r, STEP_LIST, res->retry_after_s);
+        return;
+    }
     if (res->err != FG_OK) {
         fg_log(FG_LOG_WARN, COMPONENT, "%s list failed: %s (%s)", kind(r), fg_err_str(res->err),
                res->message ? res->message : "");
         retry_later(r, STEP_LIST, res->retry_after_s);
         return;
     }
+    if (r->missing)
+        fg_log(FG_LOG_INFO, COMPONENT, "%s is served now", kind(r));
+    r->missing = false;
     struct fg_kobj_list gone;
     fg_store_replace_finish(r->store, &gone);
     for (size_t i = 0; i < gone.n && r->handler->on_delete; i++)

@@ -7,7 +7,9 @@
  * the last seen resourceVersion; when a stream ends cleanly it re-watches from there at once. A 410
  * (the watch refused as too old, or an ERROR event with code 410 / reason Expired or Gone) means the
  * history we need is gone: it relists. Other failures retry after an exponential backoff with jitter,
- * capped, reset after a healthy period, and never shorter than the server's Retry-After. A watch
+ * capped, reset after a healthy period, and never shorter than the server's Retry-After; a list
+ * answered 404 (a CRD not installed yet) is said once, with the command that installs fracgpu's, and
+ * retried quietly until the resource is served. A watch
  * still open a minute past its timeoutSeconds sits on a dead connection: it is abandoned and renewed.
  *
  * Every object passes the transform, becomes a struct fg_kobj (with its typed value filled by
