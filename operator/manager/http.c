@@ -6,6 +6,7 @@
  * check, "[+]name ok" or "[-]name failed: reason", then "<endpoint> check failed". ?verbose lists
  * every check also when all pass. Only GET and HEAD are served; other paths are 404.
  */
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -151,8 +152,14 @@ enum fg_err fg_manager_http_bind(struct evhttp *http, const char *listen, char *
         snprintf(host, sizeof host, "[::]");
     if (!sock)
         sock = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)*port);
-    if (!sock)
-        return fg_errmsg(errmsg, FG_E_IO, "cannot listen on %s", listen);
+    if (!sock) {
+        int e = errno;
+        return fg_errmsg(errmsg, FG_E_IO, "cannot listen on %s: %s%s", listen, strerror(e),
+                         e == EADDRINUSE      ? " (another process holds that port: stop it, or choose another)"
+                         : e == EACCES        ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE)"
+                         : e == EADDRNOTAVAIL ? " (no interface of this host has that address)"
+                                              : "");
+    }
     /* accepted sockets inherit it: a reply's header and body writes must not wait for a delayed ACK */
     int one = 1;
     setsockopt(evhttp_bound_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -6,16 +6,20 @@
  * checks answered as kube-apiserver answers them; nothing registered or started twice; periodic
  * work runs at once, then on its period, on a thread of its own, and stops mid-wait.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdatomic.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
@@ -94,7 +98,24 @@ static void test_listen_addresses(void **state)
     struct fg_manager *m = new_manager("203.0.113.7:0");
     assert_int_equal(fg_manager_start(m, msg), FG_E_IO);
     assert_non_null(strstr(msg, "203.0.113.7:0"));
+    assert_non_null(strstr(msg, "no interface of this host has that address"));
     fg_manager_free(m);
+
+    /* A port another process holds: the message says so. */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    char held[64];
+    snprintf(held, sizeof held, "127.0.0.1:%u", ntohs(sa.sin_port));
+    m = new_manager(held);
+    assert_int_equal(fg_manager_start(m, msg), FG_E_IO);
+    assert_non_null(strstr(msg, held));
+    assert_non_null(strstr(msg, "Address already in use (another process holds that port"));
+    fg_manager_free(m);
+    close(fd);
 }
 
 /* A runnable that records its starts and stops in a shared log (the supervisor thread writes to it
