@@ -199,6 +199,19 @@ static void test_other_roles(void **state)
 {
     (void)state;
     EXPECT(2, "usage: fracgpu replay", "replay", "--policy", "fgd");
+    /* replay says what is wrong before the usage */
+    EXPECT(2, "fracgpu replay: --nodes is required", "replay", "--policy", "fgd");
+    EXPECT(2, "fracgpu replay: unknown option \"--bogus\"", "replay", "--bogus");
+    EXPECT(2, "fracgpu replay: --seed \"abc\": a seed", "replay", "--nodes", "n", "--pods", "p", "--policy", "fgd",
+           "--seed", "abc");
+    EXPECT(2, "fracgpu replay: --seeds \"5-2\": a range", "replay", "--nodes", "n", "--pods", "p", "--policy", "fgd",
+           "--seeds", "5-2");
+    EXPECT(2, "fracgpu replay: --tune \"0\"", "replay", "--nodes", "n", "--pods", "p", "--policy", "fgd", "--seed", "1",
+           "--tune", "0");
+    EXPECT(2, "fracgpu replay: --placements writes one seed's", "replay", "--nodes", "n", "--pods", "p", "--policy",
+           "fgd", "--seeds", "1-3", "--placements", "f.csv");
+    EXPECT(2, "fracgpu replay: --seed or --seeds is required", "replay", "--nodes", "n", "--pods", "p", "--policy", "fgd");
+    EXPECT(2, "fracgpu replay: --nodes needs a value", "replay", "--nodes");
     EXPECT(2, "unexpected argument", "version", "now");
 }
 

@@ -50,6 +50,15 @@ static int usage(FILE *out, int status)
     return status;
 }
 
+/* Says what is wrong with the command line (then the usage follows); false, for parse_args. */
+static bool bad(const char *fmt, const char *what)
+{
+    fprintf(stderr, "fracgpu replay: ");
+    fprintf(stderr, fmt, what);
+    fputc('\n', stderr);
+    return false;
+}
+
 static bool parse_args(int argc, char **argv, struct replay_args *a)
 {
     *a = (struct replay_args){ .first = -1, .last = -1, .tune = 1.3 };
@@ -64,8 +73,15 @@ static bool parse_args(int argc, char **argv, struct replay_args *a)
             a->in_order = true;
             continue;
         }
+        static const char *const valued[] = { "--nodes", "--pods", "--policy", "--placements", "--seed", "--seeds",
+                                              "--tune", NULL };
+        bool known = false;
+        for (size_t k = 0; valued[k] && !known; k++)
+            known = !strcmp(opt, valued[k]);
+        if (!known)
+            return bad("unknown option \"%s\"", opt);
         if (!val)
-            return false;
+            return bad("%s needs a value", opt);
         i++;
         if (!strcmp(opt, "--nodes"))
             a->nodes = val;
@@ -77,24 +93,30 @@ static bool parse_args(int argc, char **argv, struct replay_args *a)
             a->placements = val;
         else if (!strcmp(opt, "--seed")) {
             a->first = a->last = strtol(val, &end, 10);
-            if (*end || a->first < 0)
-                return false;
+            if (!*val || *end || a->first < 0)
+                return bad("--seed \"%s\": a seed (an integer from 0) is expected", val);
         } else if (!strcmp(opt, "--seeds")) {
             a->first = strtol(val, &end, 10);
-            if (*end != '-')
-                return false;
-            a->last = strtol(end + 1, &end, 10);
-            if (*end || a->first < 0 || a->last < a->first)
-                return false;
-        } else if (!strcmp(opt, "--tune")) {
-            a->tune = strtod(val, &end);
-            if (*end || !(a->tune > 0 && a->tune <= 10))
-                return false;
+            if (end != val && *end == '-')
+                a->last = strtol(end + 1, &end, 10);
+            if (end == val || *end || a->first < 0 || a->last < a->first)
+                return bad("--seeds \"%s\": a range of seeds such as 42-51 is expected", val);
         } else {
-            return false;
+            a->tune = strtod(val, &end);
+            if (!*val || *end || !(a->tune > 0 && a->tune <= 10))
+                return bad("--tune \"%s\": a number above 0 and at most 10 is expected", val);
         }
     }
-    return a->nodes && a->pods && a->policy && a->first >= 0 && (!a->placements || a->first == a->last);
+    static const char *const required[] = { "--nodes", "--pods", "--policy" };
+    const char *given[] = { a->nodes, a->pods, a->policy };
+    for (size_t k = 0; k < 3; k++)
+        if (!given[k])
+            return bad("%s is required", required[k]);
+    if (a->first < 0)
+        return bad("%s is required", "--seed or --seeds");
+    if (a->placements && a->first != a->last)
+        return bad("%s writes one seed's placements: give --seed, not --seeds", "--placements");
+    return true;
 }
 
 /* One row of --placements. */
