@@ -168,6 +168,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     fg_kobj_list_cleanup(&l);
     forget_unseen(r);
     rs_checkpoints_collect(r, now_ms);
+    fg_gauge_set(r->last_round, (double)now_ms / 1000.0);
 }
 
 static void free_entry(struct lh_entry *e)
@@ -227,6 +228,9 @@ static void register_metrics(struct fg_rightsizer *r, struct fg_metrics *m)
                                            "Samples refused as impossible, by reason.", labels);
     }
     r->changes = fg_metrics_counter(m, "fracgpu_rightsizing_changes_total", "Allocation changes decided.", NULL);
+    r->last_round = fg_metrics_gauge(m, "fracgpu_rightsizing_last_round_timestamp_seconds",
+                                     "Unix time of the leader's last walk over the GPUWorkloads, which decides their "
+                                     "recommendations (0: never, or not the leader since it started).", NULL);
     r->ooms = fg_metrics_counter(m, "fracgpu_rightsizing_oom_kills_total",
                                  "Container restarts taken for GPU out-of-memory kills.", NULL);
     r->evictions = fg_metrics_counter(m, "fracgpu_rightsizing_evictions_total",

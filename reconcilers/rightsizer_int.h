@@ -57,6 +57,7 @@ struct fg_rightsizer {
     struct lh_table *pods;          /* pod uid → struct rs_pod * */
     struct fg_counter *samples, *dropped, *refused[FG_REC_REFUSALS], *changes, *ooms, *evictions, *evictions_refused,
         *status_writes, *checkpoint_writes, *checkpoint_errors, *checkpoints_restored, *checkpoints_collected;
+    struct fg_gauge *last_round;    /* Unix time of the last interval's walk */
 };
 
 /* The tracked workload for ns/name, made (and restored from its checkpoint) when absent; NULL when

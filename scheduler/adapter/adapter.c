@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -156,6 +157,24 @@ static void owner_found(void *ud, enum fg_err err, const struct fg_buf *body, co
 
 /* ---- life ---- */
 
+/* The waiting gauges, from the pods as they are now. */
+static void count_waiting(struct fg__sched_adapter *a)
+{
+    uint64_t now = fg_clock_mono_ns(), longest = 0;
+    size_t pending = 0;
+    struct lh_entry *e;
+    lh_foreach(a->pods, e) {
+        const struct sa_pod *p = (const struct sa_pod *)lh_entry_v(e);
+        if (!p->waiting || !p->info.has_gpu)
+            continue;
+        pending++;
+        if (p->capacity_since_ns && now - p->capacity_since_ns > longest)
+            longest = now - p->capacity_since_ns;
+    }
+    fg_gauge_set(a->pending, (double)pending);
+    fg_gauge_set(a->capacity_wait, (double)longest / 1e9);
+}
+
 static void tick(evutil_socket_t fd, short what, void *ud)
 {
     (void)fd;
@@ -168,6 +187,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     sa_preempt_tick(a);
     sa_consolidate_tick(a);
     sa_pass(a);
+    count_waiting(a);
 }
 
 /* Takes in every object inf holds, as its events would (the same handler). */
@@ -217,6 +237,8 @@ static void stop_on_loop(void *ud)
 {
     struct fg__sched_adapter *a = ud;
     a->running = false;
+    fg_gauge_set(a->pending, 0);   /* counted by the leader only */
+    fg_gauge_set(a->capacity_wait, 0);
     if (a->tick_ev)
         event_free(a->tick_ev);
     a->tick_ev = NULL;
@@ -277,6 +299,11 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
                                            "GPUs consolidation chose to empty onto the other GPUs.", NULL);
     a->consolidation_moves = fg_metrics_counter(m, "fracgpu_scheduler_consolidation_evictions_total",
                                                 "Tenants evicted by consolidation, to be placed again on other GPUs.", NULL);
+    a->pending = fg_metrics_gauge(m, "fracgpu_scheduler_pending_pods",
+                                  "GPU pods of fracgpu-scheduler not placed yet (the leader's count).", NULL);
+    a->capacity_wait = fg_metrics_gauge(m, "fracgpu_scheduler_capacity_wait_seconds",
+                                        "How long the pod waiting longest for a new GPU has waited (0: none waits).",
+                                        NULL);
     static const double bounds[] = { 0.0001, 0.001, 0.01, 0.1, 1 };
     a->cycle_seconds = fg_metrics_histogram(m, "fracgpu_scheduler_pass_seconds", "Time of one scheduling pass.", NULL,
                                             bounds, sizeof(bounds) / sizeof(*bounds));

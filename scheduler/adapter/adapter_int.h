@@ -137,6 +137,7 @@ struct fg__sched_adapter {
     struct fg_counter *scheduled, *unschedulable_ctr, *bind_errors, *capacity_created, *capacity_deleted,
         *tenants_evicted, *resizes, *preemptions, *consolidations, *consolidation_moves;
     struct fg_histogram *cycle_seconds;
+    struct fg_gauge *pending, *capacity_wait;
 };
 
 /* ---- nodes.c: the snapshot's nodes and bins ---- */

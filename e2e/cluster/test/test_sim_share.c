@@ -19,7 +19,9 @@
  *      policies are not updateMode Auto);
  *   8. consolidation: under batch (Auto), two 600-milli pods hold a GPU each and a 300-milli pod
  *      shares one; when the big pod beside it leaves, the small pod is evicted and its replacement
- *      placed on the other big pod's GPU, whose pod is not touched, and the emptied GPU is given back.
+ *      placed on the other big pod's GPU, whose pod is not touched, and the emptied GPU is given back;
+ *   9. every metric that monitoring/alerts.yaml and monitoring/dashboard.json query is in the /metrics
+ *      of the operator's replicas or the node agents, and every dashboard panel has a query.
  * All along, an independent checker (e2e/checker) watches every pod and asserts after each event that
  * no GPU's tenants exceed its compute or memory and that no tenant runs without its capacity pod.
  */
@@ -40,6 +42,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "e2e/cluster/test/share_fixture.h"
+#include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
 #include "operator/kube/resource.h"
 #include "reconcilers/podcontract.h"
@@ -400,12 +403,122 @@ static void test_consolidation(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* ---- 9. every metric the dashboard and the alerts query exists ---- */
+
+#define MAX_NAMES 128
+
+/* The fracgpu_* names text mentions, each once, into names; returns how many. */
+static size_t metric_names(const char *text, char names[MAX_NAMES][96])
+{
+    size_t n = 0;
+    for (const char *at = strstr(text, "fracgpu_"); at; at = strstr(at, "fracgpu_")) {
+        size_t len = strspn(at, "abcdefghijklmnopqrstuvwxyz0123456789_");
+        bool seen = len >= 96;
+        for (size_t i = 0; i < n && !seen; i++)
+            seen = strlen(names[i]) == len && !strncmp(names[i], at, len);
+        if (!seen) {
+            assert_true(n < MAX_NAMES);
+            snprintf(names[n++], 96, "%.*s", (int)len, at);
+        }
+        at += len;
+    }
+    return n;
+}
+
+/* Whether a /metrics body has family name: its TYPE line, or for a histogram's _bucket, _sum or _count
+ * series the histogram's. */
+static bool exposed(const char *metrics, const char *name)
+{
+    char line[160];
+    snprintf(line, sizeof line, "# TYPE %s ", name);
+    if (strstr(metrics, line))
+        return true;
+    static const char *const suffixes[] = { "_bucket", "_sum", "_count" };
+    size_t len = strlen(name);
+    for (size_t i = 0; i < 3; i++) {
+        size_t sl = strlen(suffixes[i]);
+        if (len > sl && !strcmp(name + len - sl, suffixes[i])) {
+            snprintf(line, sizeof line, "# TYPE %.*s histogram", (int)(len - sl), name);
+            if (strstr(metrics, line))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Appends the /metrics of every fracgpu-system pod with the component label to all; returns how many. */
+static size_t scrape(const char *component, unsigned port, struct fg_buf *all)
+{
+    struct fg_buf out, body;
+    fg_buf_init(&out, 0);
+    fg_buf_init(&body, 0);
+    char selector[96];
+    snprintf(selector, sizeof selector, "app.kubernetes.io/component=%s", component);
+    OK(&out, NULL, "get", "pods", "-n", SHARE_SYSTEM_NS, "-l", selector, "-o", "jsonpath={.items[*].status.podIP}");
+    size_t n = 0;
+    char *ips = fg_strdup(fg_buf_str(&out)), *save = NULL;
+    for (char *ip = strtok_r(ips, " ", &save); ip; ip = strtok_r(NULL, " ", &save)) {
+        long code = fg_harness_http(ip, port, "GET", "/metrics", &body);
+        if (code != 200)
+            fail_msg("GET http://%s:%u/metrics (%s): %ld", ip, port, component, code);
+        fg_buf_put_str(all, fg_buf_str(&body));
+        n++;
+    }
+    free(ips);
+    fg_buf_cleanup(&out);
+    fg_buf_cleanup(&body);
+    return n;
+}
+
+static void test_monitoring(void **state)
+{
+    (void)state;
+    struct fg_buf metrics, file;
+    fg_buf_init(&metrics, 0);
+    fg_buf_init(&file, 0);
+    assert_true(scrape("operator", 8080, &metrics) >= 1);
+    assert_true(scrape("node-agent", 9402, &metrics) >= 1);
+    static const char *const files[] = { "monitoring/alerts.yaml", "monitoring/dashboard.json" };
+    size_t checked = 0;
+    for (size_t f = 0; f < 2; f++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", getenv("FG_SOURCE_DIR"), files[f]);
+        fg_buf_reset(&file);   /* read_file appends */
+        assert_int_equal(fg_buf_read_file(&file, path, NULL), FG_OK);
+        if (f == 1) {   /* the dashboard: JSON whose every panel queries something */
+            json_object *d = json_tokener_parse(fg_buf_str(&file));
+            assert_non_null(d);
+            json_object *panels = fg_json_get(d, "panels", NULL);
+            assert_true(fg_json_array_len(panels) > 10);
+            for (size_t i = 0; i < fg_json_array_len(panels); i++) {
+                json_object *p = json_object_array_get_idx(panels, i);
+                if (fg_str_eq(fg_json_get_str(p, "type", NULL), "row"))
+                    continue;
+                json_object *targets = fg_json_get(p, "targets", NULL);
+                assert_true(fg_json_array_len(targets) > 0);
+                for (size_t t = 0; t < fg_json_array_len(targets); t++)
+                    assert_true(strlen(fg_json_get_str(json_object_array_get_idx(targets, t), "expr", NULL)) > 0);
+            }
+            json_object_put(d);
+        }
+        char names[MAX_NAMES][96];
+        size_t n = metric_names(fg_buf_str(&file), names);
+        assert_true(n > 5);
+        for (size_t i = 0; i < n; i++, checked++)
+            if (!exposed(fg_buf_str(&metrics), names[i]))
+                fail_msg("%s queries %s, which neither the operator nor a node agent exposes", files[f], names[i]);
+    }
+    printf("monitoring: %zu metric names queried, every one exposed\n", checked);
+    fg_buf_cleanup(&metrics);
+    fg_buf_cleanup(&file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_install),      cmocka_unit_test(test_nine_on_three), cmocka_unit_test(test_scale_up),
         cmocka_unit_test(test_give_back),    cmocka_unit_test(test_mps_dedicated), cmocka_unit_test(test_capacity_lost),
-        cmocka_unit_test(test_restart),      cmocka_unit_test(test_consolidation),
+        cmocka_unit_test(test_restart),      cmocka_unit_test(test_consolidation), cmocka_unit_test(test_monitoring),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
