@@ -222,6 +222,13 @@ void fg_checker_stats(struct fg_checker *c, struct fg_checker_stats *out)
     pthread_mutex_unlock(&c->mu);
 }
 
+void fg_checker_gpus(struct fg_checker *c, fg_checker_gpu_fn *fn, void *ud)
+{
+    pthread_mutex_lock(&c->mu);
+    fg_checker_state_gpus(c->state, fn, ud);
+    pthread_mutex_unlock(&c->mu);
+}
+
 char *fg_checker_message(struct fg_checker *c, size_t i)
 {
     pthread_mutex_lock(&c->mu);

@@ -51,6 +51,8 @@ void fg_checker_free(struct fg_checker *c);
 
 /* The figures so far (state.h): events, violations, GPUs seen, the largest sums. */
 void fg_checker_stats(struct fg_checker *c, struct fg_checker_stats *out);
+/* Calls fn, under the checker's lock, for every GPU with a counting tenant (state.h). */
+void fg_checker_gpus(struct fg_checker *c, fg_checker_gpu_fn *fn, void *ud);
 /* A copy of the i-th kept violation message (the caller frees), or NULL past the kept ones. */
 char *fg_checker_message(struct fg_checker *c, size_t i);
 /* One line for a test's log: "checker: 812 events, 4 GPUs, 0 violations, max 900/1000 milli, max

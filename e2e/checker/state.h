@@ -80,6 +80,17 @@ void fg_checker_state_relist_begin(struct fg_checker_state *s);
 void fg_checker_state_relist_end(struct fg_checker_state *s, uint64_t now_ns);
 
 void fg_checker_state_stats(const struct fg_checker_state *s, struct fg_checker_stats *out);
+
+/* One GPU as the checker sees it now: its counting tenants and what they add up to (a "whole"
+ * memory tenant counts the announced memory, 0 while none is announced). */
+struct fg_checker_gpu {
+    const char *node, *uuid;
+    size_t tenants;
+    int64_t compute_milli, memory_mib;
+};
+typedef void fg_checker_gpu_fn(void *ud, const struct fg_checker_gpu *g);
+/* Calls fn for every GPU with a counting tenant (g borrowed for the call). */
+void fg_checker_state_gpus(struct fg_checker_state *s, fg_checker_gpu_fn *fn, void *ud);
 /* The i-th kept violation message (in the order found), or NULL past the kept ones. Borrowed until
  * the state is freed. */
 const char *fg_checker_state_message(const struct fg_checker_state *s, size_t i);

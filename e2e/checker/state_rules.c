@@ -199,3 +199,22 @@ void fg__chk_check_problem(struct fg_checker_state *s, char **last, const char *
     if (fg__chk_set_str(last, problem) && problem)
         fg__chk_violation(s, problem);
 }
+
+void fg_checker_state_gpus(struct fg_checker_state *s, fg_checker_gpu_fn *fn, void *ud)
+{
+    struct lh_entry *e;
+    lh_foreach(s->gpus, e) {
+        struct fg__chk_gpu *g = (struct fg__chk_gpu *)lh_entry_v(e);
+        if (!g->n)
+            continue;
+        const struct fg__chk_capacity *src = memory_source(s, g);
+        struct fg_checker_gpu out = { g->node, g->uuid, g->n, 0, 0 };
+        for (size_t i = 0; i < g->n; i++) {
+            out.compute_milli += g->members[i]->alloc.compute_milli;
+            out.memory_mib += g->members[i]->alloc.memory_mib ? g->members[i]->alloc.memory_mib
+                              : src                           ? src->memory_mib
+                                                              : 0;
+        }
+        fn(ud, &out);
+    }
+}

@@ -155,6 +155,30 @@ static void three_tenants_fit(void **state)
     assert_int_equal(s.max_memory_limit_mib, 40000);
 }
 
+static void record_gpu(void *ud, const struct fg_checker_gpu *g)
+{
+    struct fg_checker_gpu *seen = ud;
+    assert_int_equal(seen->tenants, 0);   /* one GPU only */
+    assert_string_equal(g->node, NODE);    /* the strings are g's for the call only */
+    assert_string_equal(g->uuid, GPU);
+    *seen = (struct fg_checker_gpu){ NULL, NULL, g->tenants, g->compute_milli, g->memory_mib };
+}
+
+/* What the checker sees of each GPU: its counting tenants and their sums ("whole" counts the GPU's). */
+static void gpus_listed(void **state)
+{
+    (void)state;
+    capacity("cap-0", "40000", "Running");
+    tenant("t1", "300", "10000", "Running");
+    tenant("t2", "200", "whole", "Running");
+    tenant("t3", "300", "10000", "Succeeded");   /* counts nothing */
+    struct fg_checker_gpu g = { 0 };
+    fg_checker_state_gpus(st, record_gpu, &g);
+    assert_int_equal(g.tenants, 2);
+    assert_int_equal(g.compute_milli, 500);
+    assert_int_equal(g.memory_mib, 50000);
+}
+
 static void fourth_tenant_overcommits_compute(void **state)
 {
     (void)state;
@@ -404,6 +428,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(three_tenants_fit, setup, teardown),
+        cmocka_unit_test_setup_teardown(gpus_listed, setup, teardown),
         cmocka_unit_test_setup_teardown(fourth_tenant_overcommits_compute, setup, teardown),
         cmocka_unit_test_setup_teardown(memory_over_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(whole_memory_counts_the_gpu, setup, teardown),

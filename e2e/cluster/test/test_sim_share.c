@@ -21,7 +21,10 @@
  *      shares one; when the big pod beside it leaves, the small pod is evicted and its replacement
  *      placed on the other big pod's GPU, whose pod is not touched, and the emptied GPU is given back;
  *   9. every metric that monitoring/alerts.yaml and monitoring/dashboard.json query is in the /metrics
- *      of the operator's replicas or the node agents, and every dashboard panel has a query.
+ *      of the operator's replicas or the node agents, and every dashboard panel has a query;
+ *  10. `kubectl fracgpu gpus -o json`, run through the real kubectl as a plugin on the PATH, lists
+ *      every GPU of every node, and each GPU the checker sees tenants on with the same tenants and
+ *      compute; `workloads` and `explain POD` say what they should.
  * All along, an independent checker (e2e/checker) watches every pod and asserts after each event that
  * no GPU's tenants exceed its compute or memory and that no tenant runs without its capacity pod.
  */
@@ -32,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -513,12 +517,109 @@ static void test_monitoring(void **state)
     fg_buf_cleanup(&file);
 }
 
+/* ---- 10. kubectl fracgpu agrees with the checker ---- */
+
+/* Runs `kubectl fracgpu ARGS` as a user would (the plugin found on the PATH, the cluster from
+ * $KUBECONFIG) into out; returns its exit status. */
+static int plugin(struct fg_buf *out, const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "KUBECONFIG='%s' KUBECACHEDIR='%s/plugin-cache' PATH='%s':\"$PATH\" timeout 30 kubectl fracgpu %s 2>&1",
+             e.sim.kubeconfig, e.sim.dir, getenv("FG_BIN_DIR"), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    fg_buf_reset(out);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        fg_buf_put(out, chunk, n);
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct agreement {
+    json_object *items;         /* the plugin's GPUs */
+    size_t checked;
+};
+
+/* The checker's GPU g must be the plugin's: same node and UUID, same tenants and compute. */
+static void agrees(void *ud, const struct fg_checker_gpu *g)
+{
+    struct agreement *a = ud;
+    for (size_t i = 0; i < json_object_array_length(a->items); i++) {
+        json_object *it = json_object_array_get_idx(a->items, i);
+        if (!fg_str_eq(fg_json_get_str(it, "node", NULL), g->node) || !fg_str_eq(fg_json_get_str(it, "uuid", NULL), g->uuid))
+            continue;
+        int64_t milli = -1;
+        fg_json_get_int64(it, &milli, "allocated", "computeMilli", NULL);
+        if ((size_t)json_object_array_length(fg_json_get(it, "tenants", NULL)) != g->tenants || milli != g->compute_milli)
+            fail_msg("GPU %s/%s: the checker sees %zu tenants and %lld milli, kubectl fracgpu %zu and %lld", g->node,
+                     g->uuid, g->tenants, (long long)g->compute_milli,
+                     json_object_array_length(fg_json_get(it, "tenants", NULL)), (long long)milli);
+        a->checked++;
+        return;
+    }
+    fail_msg("the checker's GPU %s/%s (%zu tenants) is not in kubectl fracgpu gpus", g->node, g->uuid, g->tenants);
+}
+
+static void test_kubectl_plugin(void **state)
+{
+    (void)state;
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    if (plugin(&out, "gpus -o json") != 0)
+        fail_msg("kubectl fracgpu gpus -o json: %s", fg_buf_str(&out));
+    json_object *list = json_tokener_parse(fg_buf_str(&out));
+    if (!list)
+        fail_msg("kubectl fracgpu gpus -o json is not JSON: %s", fg_buf_str(&out));
+    struct agreement a = { fg_json_get(list, "items", NULL), 0 };
+    fg_checker_gpus(e.checker, agrees, &a);
+    assert_true(a.checked >= 1);
+    /* every GPU of every node is listed, held or not */
+    size_t with_tenants = 0;
+    for (size_t i = 0; i < json_object_array_length(a.items); i++)
+        with_tenants += json_object_array_length(fg_json_get(json_object_array_get_idx(a.items, i), "tenants", NULL)) > 0;
+    assert_int_equal(with_tenants, a.checked);
+    OK(&out, NULL, "get", "nodes", "-o", "jsonpath={.items[*].status.allocatable.nvidia\\.com/gpu}");
+    size_t gpus = 0;
+    for (char *s = (char *)fg_buf_str(&out), *end; *s; s = end) {
+        gpus += (size_t)strtoul(s, &end, 10);
+        if (end == s)
+            break;
+    }
+    assert_int_equal(json_object_array_length(a.items), gpus);
+    printf("kubectl fracgpu gpus: %zu GPUs, %zu with tenants, each as the checker sees it\n", gpus, a.checked);
+    json_object_put(list);
+
+    /* the table, the workloads and one pod explained */
+    assert_int_equal(plugin(&out, "gpus"), 0);
+    assert_non_null(strstr(fg_buf_str(&out), "CAPACITY-POD"));
+    assert_int_equal(plugin(&out, "workloads -n " NS), 0);
+    assert_non_null(strstr(fg_buf_str(&out), "deployment-small"));
+    assert_non_null(strstr(fg_buf_str(&out), "GPUs before"));
+    struct share_app v;
+    share_app(&e.sim, NS, "small", &v);
+    assert_int_equal(v.n, 1);
+    char args[256];
+    snprintf(args, sizeof args, "explain %s -n " NS, fg_json_get_str(v.pods[0], "metadata", "name", NULL));
+    char cap[128];
+    snprintf(cap, sizeof cap, "held by capacity pod " SHARE_SYSTEM_NS "/%s", share_ann(v.pods[0], FG_ANN_CAPACITY_POD));
+    share_app_cleanup(&v);
+    assert_int_equal(plugin(&out, args), 0);
+    if (!strstr(fg_buf_str(&out), cap) || !strstr(fg_buf_str(&out), "Update mode: Auto"))
+        fail_msg("kubectl fracgpu %s: %s", args, fg_buf_str(&out));
+    assert_int_equal(plugin(&out, "explain no-such-pod -n " NS), 1);
+    assert_non_null(strstr(fg_buf_str(&out), "pods \"no-such-pod\" not found"));
+    fg_buf_cleanup(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_install),      cmocka_unit_test(test_nine_on_three), cmocka_unit_test(test_scale_up),
         cmocka_unit_test(test_give_back),    cmocka_unit_test(test_mps_dedicated), cmocka_unit_test(test_capacity_lost),
         cmocka_unit_test(test_restart),      cmocka_unit_test(test_consolidation), cmocka_unit_test(test_monitoring),
+        cmocka_unit_test(test_kubectl_plugin),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
