@@ -24,8 +24,9 @@
  * Capacity (capacity.c). When nothing fits, the pending pods with the same node-level signature are
  * packed by the same core into the fewest new GPUs, counting the capacity pods already on their way,
  * and a capacity pod is created for each GPU still missing: named after the first pod it is made for
- * (a retried create finds it there), with that pod's node selector, node affinity and tolerations,
- * PriorityClass fracgpu-capacity, `nvidia.com/gpu: 1`, and the CPU and memory of its tenants
+ * (a retried create finds it there), with that pod's node selector, node affinity and tolerations, a
+ * preferred pod affinity to nodes holding capacity pods already (held GPUs gather on few nodes, so an
+ * autoscaler can remove the rest), PriorityClass fracgpu-capacity, `nvidia.com/gpu: 1`, and the CPU and memory of its tenants
  * reserved. The pods wait with PodScheduled=False, reason WaitingForCapacity (never Unschedulable,
  * which autoscalers would provision for a second time), and are tried again as soon as the
  * cluster changes. A capacity pod with no tenants is deleted

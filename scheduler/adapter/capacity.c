@@ -142,12 +142,16 @@ static json_object *capacity_pod(struct fg__sched_adapter *a, const char *name, 
     fg_json_set_str(spec, "serviceAccountName", "fracgpu-capacity-holder");
     fg_json_set_str(spec, "priorityClassName", a->o.priority_class);
     copy_member(spec, "nodeSelector", fg_json_get(spec_src, "nodeSelector", NULL));
-    json_object *node_aff = fg_json_get(spec_src, "affinity", "nodeAffinity", NULL);
-    if (node_aff) {
-        json_object *aff = json_object_new_object();
-        copy_member(aff, "nodeAffinity", node_aff);
-        json_object_object_add(spec, "affinity", aff);
-    }
+    /* the pod's node affinity, and a preference for nodes that hold GPUs already: held GPUs gather on
+     * few nodes, so that an autoscaler can take the others away */
+    json_object *aff = json_object_new_object();
+    copy_member(aff, "nodeAffinity", fg_json_get(spec_src, "affinity", "nodeAffinity", NULL));
+    json_object *gather = json_tokener_parse(
+        "{\"preferredDuringSchedulingIgnoredDuringExecution\":[{\"weight\":100,\"podAffinityTerm\":{"
+        "\"labelSelector\":{\"matchLabels\":{\"" FG_LABEL_ROLE "\":\"" FG_ROLE_CAPACITY "\"}},"
+        "\"topologyKey\":\"kubernetes.io/hostname\"}}]}");
+    json_object_object_add(aff, "podAffinity", gather);
+    json_object_object_add(spec, "affinity", aff);
     copy_member(spec, "tolerations", fg_json_get(spec_src, "tolerations", NULL));
     char *containers = fg_asprintf(
         "[{\"name\":\"holder\",\"image\":\"%s\",\"args\":[\"capacity-holder\",\"--mps-root=" MPS_ROOT "\"],"
