@@ -3,7 +3,7 @@ BUILD      ?= build
 BENCH_BUILD ?= build-bench
 JOBS       ?= $(shell nproc)
 
-.PHONY: all setup build demo test test-unstable bench clean
+.PHONY: all setup build demo replay test test-unstable bench clean
 
 all: build
 
@@ -11,13 +11,20 @@ setup:
 	@./scripts/setup.sh
 
 $(BUILD)/CMakeCache.txt: | setup
-	cmake -S . -B $(BUILD) -DFG_SANITIZE=ON
+	@mkdir -p $(BUILD)
+	@cmake -S . -B $(BUILD) -DFG_SANITIZE=ON > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; exit 1; }
 
 build: setup $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	./scripts/demo.sh $(BUILD)
+# The demo prints no build noise: the build's output is shown only when it fails.
+demo: setup $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
+	@python3 ./scripts/demo.py $(BUILD)
+
+# The placement experiment on the Alibaba trace (DEMO_SEEDS=42-51 for all ten seeds).
+replay: build
+	./scripts/replay.sh $(BUILD)
 
 # Tests labelled "unstable" are acceptance scenarios of work still under way that do not yet pass
 # every run; `make test-unstable` runs them. None may stay there once its issue is resolved.

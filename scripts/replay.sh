@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: the most complete thing fracgpu can show today, run from a build directory.
-# Until the full demo exists: the placement experiment of docs/benchmarks.md on the `default` trace,
+# `make replay`: the placement experiment of docs/benchmarks.md on the `default` trace,
 # fracgpu's policy against the six published ones (seeds DEMO_SEEDS, default 42-44; 42-51 is the
 # full experiment), as a table of unallocated GPU % at 100% arrived and allocation at 130%. The trace
 # is the one the build decompressed from data/ into BUILD/data.
@@ -9,7 +8,7 @@ build=${1:-build}
 seeds=${DEMO_SEEDS:-42-44}
 data=$build/data/alibaba-gpu-v2023
 for f in openb_node_list_gpu_node.csv openb_pod_list_default.csv; do
-  [ -r "$data/$f" ] || { echo "demo: cannot read $data/$f; build first (cmake --build $build)" >&2; exit 1; }
+  [ -r "$data/$f" ] || { echo "replay: cannot read $data/$f; build first (cmake --build $build)" >&2; exit 1; }
 done
 "$build/bin/fracgpu" version
 echo "placement on the Alibaba GPU-sharing trace 'default' (1,213 nodes, 6,212 GPUs), seeds $seeds:"
