@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "assert.h"
 #include "mem.h"
@@ -155,6 +156,21 @@ enum fg_err fg_buf_read_file(struct fg_buf *b, const char *path, char *errmsg)
 out_close:
     fclose(f);
     return err;
+}
+
+int fg_buf_run_command(struct fg_buf *b, const char *cmd)
+{
+    fg_buf_reset(b);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        if (fg_buf_append(b, chunk, n) != FG_OK)
+            break;
+    int status = pclose(p);
+    return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 bool fg_parse_bool(const char *s, bool *out)

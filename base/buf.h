@@ -54,4 +54,8 @@ bool fg_parse_bool(const char *s, bool *out);
 /* Reads a whole file into b (appending). FG_E_IO with errno text in errmsg; FG_E_TOO_BIG past b->limit. */
 enum fg_err fg_buf_read_file(struct fg_buf *b, const char *path, char *errmsg) FG_MUST_USE;
 
+/* Runs cmd with /bin/sh, replacing b's content with what it writes to standard output (past b->limit:
+ * cut). Returns its exit status; -1 when it could not run or a signal ended it. */
+int fg_buf_run_command(struct fg_buf *b, const char *cmd);
+
 #endif

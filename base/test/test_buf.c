@@ -125,6 +125,20 @@ static void parse_bool_as_go_does(void **state)
     assert_false(fg_parse_bool(NULL, &v));
 }
 
+/* A command's standard output replaces the buffer; its exit status comes back, -1 when a signal ended it. */
+static void run_command_output_and_status(void **state)
+{
+    (void)state;
+    struct fg_buf b = FG_BUF_INIT;
+    fg_buf_put_str(&b, "old");
+    assert_int_equal(fg_buf_run_command(&b, "printf 'one\\ntwo'; echo err >&2; exit 3"), 3);
+    assert_string_equal(fg_buf_str(&b), "one\ntwo");
+    assert_int_equal(fg_buf_run_command(&b, "true"), 0);
+    assert_string_equal(fg_buf_str(&b), "");
+    assert_int_equal(fg_buf_run_command(&b, "kill -9 $$"), -1);
+    fg_buf_cleanup(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +149,7 @@ int main(void)
         cmocka_unit_test(string_helpers),
         cmocka_unit_test(read_file_reports_missing_and_oversized),
         cmocka_unit_test(parse_bool_as_go_does),
+        cmocka_unit_test(run_command_output_and_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

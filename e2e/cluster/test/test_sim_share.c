@@ -526,15 +526,7 @@ static int plugin(struct fg_buf *out, const char *args)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "KUBECONFIG='%s' KUBECACHEDIR='%s/plugin-cache' PATH='%s':\"$PATH\" timeout 30 kubectl fracgpu %s 2>&1",
              e.sim.kubeconfig, e.sim.dir, getenv("FG_BIN_DIR"), args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    fg_buf_reset(out);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        fg_buf_put(out, chunk, n);
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return fg_buf_run_command(out, cmd);
 }
 
 struct agreement {

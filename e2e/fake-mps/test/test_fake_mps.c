@@ -31,15 +31,7 @@ static int run(const char *arg, const char *input, struct fg_buf *out)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "printf '%s' | %s %s 2>&1", input ? input : "", FG_SIM_MPS_CONTROL, arg ? arg : "");
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    fg_buf_reset(out);
-    char chunk[512];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        fg_buf_put(out, chunk, n);
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return fg_buf_run_command(out, cmd);
 }
 
 static json_object *limits(void)

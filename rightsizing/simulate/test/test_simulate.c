@@ -133,15 +133,7 @@ static int simulate(struct fg_buf *out, const char *fmt, ...)
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
     snprintf(cmd, sizeof cmd, "%s simulate %s 2>&1", FG_FRACGPU, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    fg_buf_reset(out);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
-        fg_buf_put(out, chunk, n);
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return fg_buf_run_command(out, cmd);
 }
 
 static void says(const struct fg_buf *out, const char *what)
