@@ -20,6 +20,7 @@ packages=(
   xz-utils               # the build decompresses the traces in data/
   prometheus             # promtool and a real Prometheus for e2e
   python3-kubernetes     # the official Python client, a second real client of the test API server
+  python3-yaml           # tests that compare YAML documents
   python3-grpcio         # gRPC's own implementation, the other end of nodeagent/grpc's interop test
 )
 

@@ -10,7 +10,8 @@
  *   - training appears with the first workload that uses it; a GPUWorkload without targetRef is refused;
  *   - a user's edit to a built-in survives an operator restart; a deleted built-in is recreated;
  *   - the overlay docs/exporter.md gives for GPU nodes labelled otherwise renders the node agent with
- *     its node affinity and without the default nodeSelector.
+ *     its node affinity and without the default nodeSelector; the shipped overlays (overlays/: cdi,
+ *     gke, prometheus-operator) render with what they change.
  * Every kubectl call has its own cache directory and a timeout; every wait is bounded.
  */
 #include <fcntl.h>
@@ -333,11 +334,43 @@ static void test_node_selector_overlay(void **state)
     fg_buf_cleanup(&out);
 }
 
+/* The shipped overlays (overlays/) render over the manifests and change what they say they change. */
+static void test_shipped_overlays(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *overlay;
+        const char *has[4];
+    } cases[] = {
+        { "cdi", { "- --device-list-strategy=cdi-cri\n", NULL } },
+        { "gke",
+          { "- key: cloud.google.com/gke-accelerator\n", "- --nvml-lib=/usr/local/nvidia/lib64/libnvidia-ml.so.1\n",
+            "path: /home/kubernetes/bin/nvidia\n", NULL } },
+        { "prometheus-operator",
+          { "kind: PrometheusRule\n", "alert: FracgpuNodeAgentDown\n", "name: fracgpu-operator\n",
+            "release: prometheus\n" } },
+    };
+    struct fg_buf out = FG_BUF_INIT;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/overlays/%s", getenv("FG_SOURCE_DIR"), cases[i].overlay);
+        if (kubectl(&out, NULL, "kustomize", dir, NULL) != 0)
+            fail_msg("kubectl kustomize %s: %s", dir, fg_buf_str(&out));
+        assert_non_null(strstr(fg_buf_str(&out), "kind: DaemonSet\n"));   /* the whole of fracgpu, changed */
+        assert_non_null(strstr(fg_buf_str(&out), "kind: CustomResourceDefinition\n"));
+        for (size_t k = 0; k < 4 && cases[i].has[k]; k++)
+            if (!strstr(fg_buf_str(&out), cases[i].has[k]))
+                fail_msg("overlays/%s renders without \"%s\"", cases[i].overlay, cases[i].has[k]);
+    }
+    fg_buf_cleanup(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_operator_with_kubectl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_selector_overlay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shipped_overlays, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
