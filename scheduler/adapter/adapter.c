@@ -16,7 +16,7 @@
 #include "scheduler/adapter/adapter_int.h"
 
 #define TICK_MS 500
-#define IMAGE_DEFAULT "ghcr.io/fracgpu/fracgpu:0.1.0"
+#define IMAGE_DEFAULT "ghcr.io/fracgpu/fracgpu:" FG_VERSION
 
 /* ---- informer events ---- */
 
