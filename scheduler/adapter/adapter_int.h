@@ -149,6 +149,8 @@ void sa_nodes_flush(struct fg__sched_adapter *a);
 /* Whether node n is leaving: cordoned, or being removed by an autoscaler (its taints). */
 enum sa_leaving { SA_STAYING, SA_CORDONED, SA_REMOVED };
 enum sa_leaving sa_node_leaving(const struct sa_node *n);
+/* Clears every bin that holds capacity pod cap (about to be freed), marking its node dirty. */
+void sa_nodes_forget_cap(struct fg__sched_adapter *a, const struct sa_pod *cap);
 /* The bin slot holding capacity pod cap on node n, -1 when none. */
 int sa_node_slot_of(const struct sa_node *n, const char *cap_name);
 void sa_nodes_free(struct fg__sched_adapter *a);

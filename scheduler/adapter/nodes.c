@@ -93,6 +93,21 @@ enum sa_leaving sa_node_leaving(const struct sa_node *n)
     return unsched && json_object_get_boolean(unsched) ? SA_CORDONED : SA_STAYING;
 }
 
+void sa_nodes_forget_cap(struct fg__sched_adapter *a, const struct sa_pod *cap)
+{
+    /* a walk over every node: capacity pods go rarely, and one may sit in a bin of a node it has
+     * left (its node changed, or it was unbound), which its own node pointer would not find */
+    struct lh_entry *e;
+    lh_foreach(a->nodes, e) {
+        struct sa_node *n = (struct sa_node *)lh_entry_v(e);
+        for (int s = 0; s < FG_SCHED_MAX_GPUS; s++)
+            if (n->bins[s].cap == cap) {
+                n->bins[s].cap = NULL;
+                n->dirty = true;
+            }
+    }
+}
+
 int sa_node_slot_of(const struct sa_node *n, const char *cap_name)
 {
     for (int s = 0; cap_name && s < n->n_gpus; s++)

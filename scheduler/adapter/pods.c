@@ -28,6 +28,8 @@ struct sa_pod *sa_pod_get(struct fg__sched_adapter *a, const char *key)
 
 static void pod_free(struct fg__sched_adapter *a, struct sa_pod *p)
 {
+    if (p->info.role == FG_SA_CAPACITY)
+        sa_nodes_forget_cap(a, p);   /* no bin may point at it once it is freed */
     sa_uncharge(a, p);
     a->n_group_wait -= p->group_wait;
     sa_preempt_free(p->preempt);
