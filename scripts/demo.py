@@ -192,7 +192,7 @@ class Demo:
             sized = rows and all(r["compute"] not in ("-", "1") and "whole" not in r["memory"] for r in rows)
             if sized:
                 phase = "rightsized: packing onto fewer GPUs, letting nodes go"
-            state = (gpus, nodes, tuple((r["compute"], r["memory"]) for r in rows))
+            state = (gpus, nodes)   # allocations keep following use; the counts of GPUs and nodes settle
             settled_since = settled_since if state == last else time.time()
             last = state
             self.show(t, gpus, nodes, rows, phase)
@@ -264,7 +264,7 @@ policies with minute-scale windows).</p>
 def main():
     ap = argparse.ArgumentParser(description="fracgpu live on a simulated cluster")
     ap.add_argument("build")
-    ap.add_argument("--minutes", type=float, default=7, help="stop after this long even if not settled")
+    ap.add_argument("--minutes", type=float, default=5, help="stop after this long even if not settled")
     ap.add_argument("--report", default=None, help="the HTML report (default BUILD/demo-report.html)")
     a = ap.parse_args()
     report = a.report or os.path.join(os.path.abspath(a.build), "demo-report.html")
