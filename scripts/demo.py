@@ -193,7 +193,8 @@ class Demo:
             if sized:
                 phase = "rightsized: packing onto fewer GPUs, letting nodes go"
             state = (gpus, nodes)   # allocations keep following use; the counts of GPUs and nodes settle
-            settled_since = settled_since if state == last else time.time()
+            # settled: sized, and the counts unchanged since (the clock starts once every workload is sized)
+            settled_since = settled_since if (state == last and sized and settled_since) else time.time()
             last = state
             self.show(t, gpus, nodes, rows, phase)
             if (sized and time.time() - settled_since > 45) or t > self.minutes * 60:
