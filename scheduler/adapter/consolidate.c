@@ -17,11 +17,11 @@
  * bound, Running, not leaving, not spared by a budget a moment ago), in order: fewest tenants, then
  * least memory allocated, then name. A GPU with a tenant larger than any GPU's free room is passed
  * over at once; of the next MAX_TRIED at most (a look costs little on a large cluster), the first
- * whose tenants, largest memory first, can each be put on another GPU is chosen. A destination already has tenants (an idle GPU gains nothing), is held by
- * a capacity pod made for the tenant's own node-level signature (so the node's selectors, affinity
- * and taints are ones the tenant accepts), and passes the core's GPU admission and room checks on the
- * snapshot as the tenants before it would leave it; of those the one with the least memory left
- * wins (best fit). The trial reservations are undone after (the core's reserve and unreserve are
+ * whose tenants, largest memory first, can each be put on another GPU is chosen. A destination
+ * already has tenants (an idle GPU gains nothing), is held by a capacity pod made for the tenant's
+ * own node-level signature (so the node's selectors, affinity and taints are ones the tenant
+ * accepts), and passes the core's GPU admission and room checks on the snapshot as the tenants
+ * before it would leave it; of those the one with the least memory left wins (best fit). The trial reservations are undone after (the core's reserve and unreserve are
  * exact inverses), so the snapshot is as it was.
  *
  * How. The chosen capacity pod is marked draining: its GPU takes no new tenant (a phantom charge on
