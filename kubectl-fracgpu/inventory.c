@@ -1,6 +1,8 @@
 /* inventory — the cluster's GPUs from nodes, pods and GPUWorkloads; see inventory.h. */
 #include "kubectl-fracgpu/inventory.h"
 
+#include <json-c/linkhash.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,19 +41,25 @@ static void push_gpu(struct fgk_inventory *inv, size_t *cap, const struct fgk_gp
     inv->gpus[inv->n++] = *g;
 }
 
-/* The GPUWorkload `name` in namespace ns, or NULL. */
-static json_object *workload(json_object *workloads, const char *ns, const char *name)
+static void free_key(struct lh_entry *e)
 {
-    for (size_t i = 0; name && i < fg_json_array_len(workloads); i++) {
-        json_object *w = json_object_array_get_idx(workloads, i);
-        if (fg_str_eq(fg_json_get_str(w, "metadata", "namespace", NULL), ns) &&
-            fg_str_eq(fg_json_get_str(w, "metadata", "name", NULL), name))
-            return w;
-    }
-    return NULL;
+    free((char *)lh_entry_k(e));
 }
 
-static void add_tenant(struct fgk_gpu *g, json_object *pod, json_object *workloads)
+/* The GPUWorkloads by "namespace/name" (values borrowed from the list). */
+static lh_table *index_workloads(json_object *workloads)
+{
+    lh_table *t = lh_kchar_table_new(64, free_key);
+    for (size_t i = 0; i < fg_json_array_len(workloads); i++) {
+        json_object *w = json_object_array_get_idx(workloads, i);
+        lh_table_insert(t, fg_asprintf("%s/%s", fg_json_get_str(w, "metadata", "namespace", NULL),
+                                       fg_json_get_str(w, "metadata", "name", NULL)),
+                        w);
+    }
+    return t;
+}
+
+static void add_tenant(struct fgk_gpu *g, json_object *pod, lh_table *workloads)
 {
     struct fg_allocation a = { 0 };
     if (fg_allocation_from_pod(pod, &a, NULL) != FG_OK)
@@ -64,7 +72,12 @@ static void add_tenant(struct fgk_gpu *g, json_object *pod, json_object *workloa
         .milli = a.compute_milli,
         .mem_mib = a.memory_mib,
     };
-    json_object *w = workload(workloads, t.ns, t.workload);
+    json_object *w = NULL;
+    if (t.workload) {
+        char *key = fg_asprintf("%s/%s", t.ns, t.workload);
+        lh_table_lookup_ex(workloads, key, (void **)&w);
+        free(key);
+    }
     t.measured = fg_json_get_int64(w, &t.used_milli, "status", "usage", "computeP95Milli", NULL) &&
                  fg_json_get_int64(w, &t.used_mem_mib, "status", "usage", "memoryPeakMiB", NULL);
     g->tenants = fg_realloc(g->tenants, (g->n_tenants + 1) * sizeof(*g->tenants));
@@ -84,12 +97,6 @@ static void add_tenant(struct fgk_gpu *g, json_object *pod, json_object *workloa
         g->index = (int)index;
 }
 
-static int by_node(const void *x, const void *y)
-{
-    json_object *a = *(json_object *const *)x, *b = *(json_object *const *)y;
-    return strcmp(fg_json_get_str(a, "metadata", "name", NULL), fg_json_get_str(b, "metadata", "name", NULL));
-}
-
 static int by_place(const void *x, const void *y)
 {
     const struct fgk_gpu *a = x, *b = y;
@@ -103,49 +110,68 @@ static int by_place(const void *x, const void *y)
     return a->cap && b->cap ? strcmp(a->cap, b->cap) : 0;
 }
 
+/* A GPU node: its GPUs, and how many of them a capacity pod holds. */
+struct gpu_node {
+    const char *name, *model;
+    int64_t gpus, held;
+};
+
 void fgk_inventory_build(json_object *nodes, json_object *pods, json_object *workloads, const char *cap_ns,
                          struct fgk_inventory *out)
 {
     memset(out, 0, sizeof(*out));
-    size_t cap = 0, n_nodes = fg_json_array_len(nodes);
-    json_object **sorted = fg_calloc(n_nodes ? n_nodes : 1, sizeof(*sorted));
-    for (size_t i = 0; i < n_nodes; i++)
-        sorted[i] = json_object_array_get_idx(nodes, i);
-    qsort(sorted, n_nodes, sizeof(*sorted), by_node);
-    for (size_t i = 0; i < n_nodes; i++) {
-        json_object *node = sorted[i];
+    size_t cap = 0, n = 0;
+    /* one pass over each list, each lookup through a table: a cluster of thousands of nodes and tens
+     * of thousands of pods costs no more than reading them */
+    struct gpu_node *gn = fg_calloc(fg_json_array_len(nodes) + 1, sizeof(*gn));
+    lh_table *by_node = lh_kchar_table_new(64, NULL), *by_cap = lh_kchar_table_new(64, NULL);
+    lh_table *by_workload = index_workloads(workloads);
+    for (size_t i = 0; i < fg_json_array_len(nodes); i++) {
+        json_object *node = json_object_array_get_idx(nodes, i);
         const char *name = fg_json_get_str(node, "metadata", "name", NULL);
         int64_t gpus = gpus_of(node);
         if (!name || gpus <= 0)
             continue;
-        const char *model = fg_json_get_str(node, "metadata", "labels", "nvidia.com/gpu.product", NULL);
-        size_t first = out->n;
-        for (size_t p = 0; p < fg_json_array_len(pods); p++) {
-            json_object *pod = json_object_array_get_idx(pods, p);
-            if (!fg_str_eq(fg_json_get_str(pod, "metadata", "namespace", NULL), cap_ns) ||
-                !fg_str_eq(fg_json_get_str(pod, "metadata", "labels", FG_LABEL_ROLE, NULL), FG_ROLE_CAPACITY) ||
-                !fg_str_eq(fg_json_get_str(pod, "spec", "nodeName", NULL), name) || !live(pod))
-                continue;
-            const char *mem = annotation(pod, FG_ANN_GPU_MEMORY_MIB), *sharing = annotation(pod, FG_ANN_SHARING);
-            struct fgk_gpu g = { .node = name, .model = model, .uuid = annotation(pod, FG_ANN_GPU_UUID),
-                                 .cap = fg_json_get_str(pod, "metadata", "name", NULL),
-                                 .sharing = fg_str_eq(sharing, "mps") ? "mps" : "timeslice", .index = -1,
-                                 .mem_mib = mem ? strtoll(mem, NULL, 10) : 0 };
-            push_gpu(out, &cap, &g);
-        }
-        for (size_t k = first; k < out->n; k++)
-            for (size_t p = 0; p < fg_json_array_len(pods); p++) {
-                json_object *pod = json_object_array_get_idx(pods, p);
-                if (fg_str_eq(annotation(pod, FG_ANN_CAPACITY_POD), out->gpus[k].cap) &&
-                    fg_str_eq(fg_json_get_str(pod, "spec", "nodeName", NULL), name) && live(pod))
-                    add_tenant(&out->gpus[k], pod, workloads);
-            }
-        for (int64_t k = (int64_t)(out->n - first); k < gpus; k++) {
-            struct fgk_gpu g = { .node = name, .model = model, .sharing = "-", .index = -1 };
-            push_gpu(out, &cap, &g);
-        }
+        gn[n] = (struct gpu_node){ name, fg_json_get_str(node, "metadata", "labels", "nvidia.com/gpu.product", NULL),
+                                   gpus, 0 };
+        lh_table_insert(by_node, name, &gn[n++]);
     }
-    free(sorted);
+    for (size_t p = 0; p < fg_json_array_len(pods); p++) {   /* the capacity pods: the held GPUs */
+        json_object *pod = json_object_array_get_idx(pods, p);
+        const char *on = fg_json_get_str(pod, "spec", "nodeName", NULL);
+        struct gpu_node *node = NULL;
+        if (!on || !fg_str_eq(fg_json_get_str(pod, "metadata", "namespace", NULL), cap_ns) ||
+            !fg_str_eq(fg_json_get_str(pod, "metadata", "labels", FG_LABEL_ROLE, NULL), FG_ROLE_CAPACITY) ||
+            !live(pod) || !lh_table_lookup_ex(by_node, on, (void **)&node))
+            continue;
+        const char *mem = annotation(pod, FG_ANN_GPU_MEMORY_MIB), *sharing = annotation(pod, FG_ANN_SHARING);
+        struct fgk_gpu g = { .node = node->name, .model = node->model, .uuid = annotation(pod, FG_ANN_GPU_UUID),
+                             .cap = fg_json_get_str(pod, "metadata", "name", NULL),
+                             .sharing = fg_str_eq(sharing, "mps") ? "mps" : "timeslice", .index = -1,
+                             .mem_mib = mem ? strtoll(mem, NULL, 10) : 0 };
+        push_gpu(out, &cap, &g);
+        lh_table_insert(by_cap, g.cap, (void *)(uintptr_t)out->n);   /* index + 1: never NULL */
+        node->held++;
+    }
+    for (size_t p = 0; p < fg_json_array_len(pods); p++) {   /* their tenants */
+        json_object *pod = json_object_array_get_idx(pods, p);
+        void *at = NULL;
+        const char *cap_name = annotation(pod, FG_ANN_CAPACITY_POD);
+        if (!cap_name || !lh_table_lookup_ex(by_cap, cap_name, &at) || !live(pod))
+            continue;
+        struct fgk_gpu *g = &out->gpus[(uintptr_t)at - 1];
+        if (fg_str_eq(fg_json_get_str(pod, "spec", "nodeName", NULL), g->node))
+            add_tenant(g, pod, by_workload);
+    }
+    for (size_t i = 0; i < n; i++)   /* the GPUs nobody holds */
+        for (int64_t k = gn[i].held; k < gn[i].gpus; k++) {
+            struct fgk_gpu g = { .node = gn[i].name, .model = gn[i].model, .sharing = "-", .index = -1 };
+            push_gpu(out, &cap, &g);
+        }
+    lh_table_free(by_node);
+    lh_table_free(by_cap);
+    lh_table_free(by_workload);
+    free(gn);
     if (out->n)
         qsort(out->gpus, out->n, sizeof(*out->gpus), by_place);
 }

@@ -255,9 +255,10 @@ void fgk_view_explain(json_object *pod, json_object *nodes, json_object *pods, j
             fg_json_set_str(e, "placement", text);
         } else {
             json_object *c = condition(pod, "PodScheduled");
+            const char *reason = fg_json_get_str(c, "reason", NULL), *message = fg_json_get_str(c, "message", NULL);
             char text[1024];
-            snprintf(text, sizeof text, "%s: %s", c ? fg_json_get_str(c, "reason", NULL) ? fg_json_get_str(c, "reason", NULL) : "?" : "not tried yet",
-                     c && fg_json_get_str(c, "message", NULL) ? fg_json_get_str(c, "message", NULL) : "fracgpu-scheduler has not looked at it yet");
+            snprintf(text, sizeof text, "%s: %s", reason ? reason : c ? "?" : "not tried yet",
+                     message ? message : "fracgpu-scheduler has not looked at it yet");
             fg_json_set_str(e, "waiting", text);
             const char *nominated = fg_json_get_str(pod, "status", "nominatedNodeName", NULL);
             if (nominated) {

@@ -1,7 +1,7 @@
 /*
  * kubectl fracgpu's pure part on a small cluster written here: node gpu-a has two GPUs, one held by
  * capacity pod cap-0 with two tenants (one finished pod that named it too), the other held by
- * nobody; node cpu-1 has no GPU. The inventory, the gpus / workloads / explain views as tables and
+ * nobody (capacity pod cap-9 is not scheduled yet); node cpu-1 has no GPU. The inventory, the gpus / workloads / explain views as tables and
  * as JSON and YAML, and what each says of a placed pod, a waiting one and one fracgpu does not manage.
  */
 #include <setjmp.h>
@@ -33,7 +33,9 @@ static const char *const nodes_text =
 static const char *const pods_text =
     "[{\"metadata\":{\"namespace\":\"fracgpu-system\",\"name\":\"cap-0\",\"labels\":{\"fracgpu.io/role\":\"capacity\"},"
     "\"annotations\":{\"fracgpu.io/gpu-uuid\":\"GPU-aaaa\",\"fracgpu.io/gpu-memory-mib\":\"80000\"}},"
-    "\"spec\":{\"nodeName\":\"gpu-a\"},\"status\":{\"phase\":\"Running\"}}," TENANT("llm-1", "300", "10240", "1", "Running", "deployment-llm")
+    "\"spec\":{\"nodeName\":\"gpu-a\"},\"status\":{\"phase\":\"Running\"}},"
+    "{\"metadata\":{\"namespace\":\"fracgpu-system\",\"name\":\"cap-9\",\"labels\":{\"fracgpu.io/role\":\"capacity\"}},"
+    "\"spec\":{},\"status\":{\"phase\":\"Pending\"}}," TENANT("llm-1", "300", "10240", "1", "Running", "deployment-llm")
     "," TENANT("job-1", "200", "20480", "1", "Running", "job-batch") "," TENANT("old-1", "500", "10240", "1", "Succeeded", "job-batch")
     ",{\"metadata\":{\"namespace\":\"team\",\"name\":\"waits\",\"annotations\":{\"fracgpu.io/compute-milli\":\"600\","
     "\"fracgpu.io/memory-mib\":\"whole\"}},\"spec\":{\"schedulerName\":\"fracgpu-scheduler\"},\"status\":{\"phase\":"
