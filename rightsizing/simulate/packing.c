@@ -39,12 +39,19 @@ void fg_sim_pool_cleanup(struct fg_sim_pool *p)
     memset(p, 0, sizeof *p);
 }
 
+/* A GPU of the pool as the core's node: one GPU of the pool's size, CPU, memory and pods without limit. */
+static struct fg_sched_node_spec gpu_spec(const struct fg_sim_pool *p, const char *name, bool cordoned)
+{
+    return (struct fg_sched_node_spec){ .name = name, .cpu_milli = 1000000, .mem_mib = 1000000, .max_pods = 1000,
+                                        .model = GPU_MODEL, .n_gpus = 1, .gpu_mem_mib = p->gpu_memory_mib,
+                                        .unschedulable = cordoned };
+}
+
 static enum fg_err add_gpu(struct fg_sim_pool *p, char *errmsg)
 {
     char name[32];
     snprintf(name, sizeof name, "gpu-%llu", (unsigned long long)p->added++);
-    struct fg_sched_node_spec s = { .name = name, .cpu_milli = 1000000, .mem_mib = 1000000, .max_pods = 1000,
-                                    .model = GPU_MODEL, .n_gpus = 1, .gpu_mem_mib = p->gpu_memory_mib };
+    struct fg_sched_node_spec s = gpu_spec(p, name, false);
     return fg_sched_cluster_add_node(&p->c, &s, NULL, errmsg);
 }
 
@@ -97,9 +104,7 @@ void fg_sim_pool_release_idle(struct fg_sim_pool *p)
 /* Cordons or uncordons GPU node: a cordoned GPU takes no pod. */
 static void cordon(struct fg_sim_pool *p, int node, bool on)
 {
-    struct fg_sched_node_spec s = { .name = p->c.nodes[node].name, .cpu_milli = 1000000, .mem_mib = 1000000,
-                                    .max_pods = 1000, .model = GPU_MODEL, .n_gpus = 1,
-                                    .gpu_mem_mib = p->gpu_memory_mib, .unschedulable = on };
+    struct fg_sched_node_spec s = gpu_spec(p, p->c.nodes[node].name, on);
     enum fg_err err = fg_sched_cluster_update_node(&p->c, node, &s, NULL);
     (void)err;   /* the same node with its cordon changed: cannot fail */
 }

@@ -39,6 +39,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "scheduler/adapter/adapter_int.h"
+#include "scheduler/plugins/plugins.h"
 
 #define DRAIN_TIMEOUT_NS (10ull * 60 * FG_NS_PER_S)
 #define MAX_TENANTS 64
@@ -134,13 +135,16 @@ static int by_memory_desc(const void *x, const void *y)
     return strcmp(p->key, q->key);
 }
 
-/* Whether pod fits GPU slot of node id now: the node's room and the GPU's admission and room. */
+/* Whether pod fits GPU slot of node id now: the node's room (the core's NodeResourcesFit filter
+ * alone: the node constraints are the signature's, checked apart) and the GPU's admission and room. */
 static bool room(const struct fg_sched_cluster *c, const struct fg_sched_pod *pod, int id, int slot)
 {
-    const struct fg_sched_node *n = &c->nodes[id];
-    const struct fg_sched_gpu *g = &n->gpus[slot];
-    return !n->unschedulable && n->free_cpu >= pod->cpu_milli && n->free_mem >= pod->mem_mib && n->pods < n->max_pods &&
-           fg_sched_gpu_admits(g, pod) && g->free_milli >= pod->gpu_milli;
+    struct fg_sched_cycle cy = { c, pod, fg_sched_pod_model_mask(c, pod), NULL };
+    int fit = -1;
+    if (fg_sched_plugin_node_fit.filter(&cy, &id, 1, &fit) != 1)
+        return false;
+    const struct fg_sched_gpu *g = &c->nodes[id].gpus[slot];
+    return fg_sched_gpu_admits(g, pod) && g->free_milli >= pod->gpu_milli;
 }
 
 /* The best GPU of l other than src's for tenant t; false when there is none. */
