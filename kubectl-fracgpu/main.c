@@ -191,21 +191,7 @@ int main(int argc, char **argv)
         return a.help ? usage(stdout, 0) : status;
     struct fg_kube_config cfg;
     char errmsg[FG_ERRMSG_MAX] = "";
-    enum fg_err err;
-    if (a.context) {
-        const char *path = a.kubeconfig ? a.kubeconfig : getenv("KUBECONFIG");
-        char home[1024];
-        if (!path || !*path) {
-            snprintf(home, sizeof home, "%s/.kube/config", getenv("HOME") ? getenv("HOME") : "");
-            path = home;
-        }
-        char first[1024];   /* $KUBECONFIG may list several files: the first is read */
-        snprintf(first, sizeof first, "%s", path);
-        first[strcspn(first, ":")] = '\0';
-        err = fg_kube_config_load_file(first, a.context, &cfg, errmsg);
-    } else {
-        err = fg_kube_config_load_default(a.kubeconfig, &cfg, errmsg);
-    }
+    enum fg_err err = fg_kube_config_load_default(a.kubeconfig, a.context, &cfg, errmsg);
     if (err) {
         fprintf(stderr, "error: %s\n", errmsg);
         return 1;

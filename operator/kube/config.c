@@ -266,19 +266,20 @@ enum fg_err fg_kube_config_load_file(const char *path, const char *context, stru
     return err;
 }
 
-enum fg_err fg_kube_config_load_default(const char *path, struct fg_kube_config *cfg, char *errmsg)
+enum fg_err fg_kube_config_load_default(const char *path, const char *context, struct fg_kube_config *cfg,
+                                        char *errmsg)
 {
     if (path && path[0])
-        return fg_kube_config_load_file(path, NULL, cfg, errmsg);
+        return fg_kube_config_load_file(path, context, cfg, errmsg);
     const char *env = getenv("KUBECONFIG");
     if (env && env[0]) {
         char *first = fg_strndup(env, strcspn(env, ":"));
-        enum fg_err err = fg_kube_config_load_file(first, NULL, cfg, errmsg);
+        enum fg_err err = fg_kube_config_load_file(first, context, cfg, errmsg);
         free(first);
         return err;
     }
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
-    if (host && host[0])
+    if (host && host[0] && !context)
         return fg_kube_config_load_in_cluster(NULL, cfg, errmsg);
     const char *home = getenv("HOME");
     if (!home || !home[0]) {
@@ -287,7 +288,7 @@ enum fg_err fg_kube_config_load_default(const char *path, struct fg_kube_config 
                          "no kubeconfig: neither a path, $KUBECONFIG, an in-cluster service account nor $HOME");
     }
     char *p = fg_asprintf("%s/.kube/config", home);
-    enum fg_err err = fg_kube_config_load_file(p, NULL, cfg, errmsg);
+    enum fg_err err = fg_kube_config_load_file(p, context, cfg, errmsg);
     free(p);
     return err;
 }

@@ -72,8 +72,9 @@ enum fg_err fg_kube_config_load_in_cluster(const char *sa_dir, struct fg_kube_co
                                            char *errmsg) FG_MUST_USE;
 
 /* What every fracgpu command does: `path` if given, else $KUBECONFIG, else in-cluster when
- * KUBERNETES_SERVICE_HOST is set, else ~/.kube/config. */
-enum fg_err fg_kube_config_load_default(const char *path, struct fg_kube_config *cfg,
+ * KUBERNETES_SERVICE_HOST is set (and no context is named: the service account has none), else
+ * ~/.kube/config; of a kubeconfig, `context`, NULL meaning its current-context. */
+enum fg_err fg_kube_config_load_default(const char *path, const char *context, struct fg_kube_config *cfg,
                                         char *errmsg) FG_MUST_USE;
 
 void fg_kube_config_cleanup(struct fg_kube_config *cfg);

@@ -74,7 +74,7 @@ enum fg_err fg_manager_new(const struct fg_manager_opts *opts, struct fg_manager
     fg_cond_init_monotonic(&m->wake);
     m->metrics = fg_metrics_new();
 
-    enum fg_err err = fg_kube_config_load_default(opts->kubeconfig, &m->config, errmsg);
+    enum fg_err err = fg_kube_config_load_default(opts->kubeconfig, NULL, &m->config, errmsg);
     if (err)
         goto out_free;
     err = fg_kube_client_new(&m->config, &opts->client, &m->client, errmsg);

@@ -367,10 +367,15 @@ static void default_chain_prefers_kubeconfig_env(void **state)
     setenv("KUBECONFIG", list, 1);
     struct fg_kube_config cfg;
     char err[FG_ERRMSG_MAX];
-    assert_int_equal(fg_kube_config_load_default(NULL, &cfg, err), FG_OK);
+    assert_int_equal(fg_kube_config_load_default(NULL, NULL, &cfg, err), FG_OK);
     assert_string_equal(cfg.server, "https://h");
     fg_kube_config_cleanup(&cfg);
-    assert_int_equal(fg_kube_config_load_default("/nonexistent/x", &cfg, err), FG_E_IO);
+    assert_int_equal(fg_kube_config_load_default(NULL, "x", &cfg, err), FG_OK);   /* a context by name */
+    assert_string_equal(cfg.server, "https://h");
+    fg_kube_config_cleanup(&cfg);
+    assert_int_equal(fg_kube_config_load_default(NULL, "nope", &cfg, err), FG_E_NOT_FOUND_LOCAL);
+    assert_non_null(strstr(err, "nope"));
+    assert_int_equal(fg_kube_config_load_default("/nonexistent/x", NULL, &cfg, err), FG_E_IO);
     unsetenv("KUBECONFIG");
     free(p), free(list);
 }
