@@ -5,17 +5,24 @@
  * the next tenant would look like an overcommit); a relist refused with 429 first; then the capacity
  * pod deleted by hand, its tenants still Running, which the grace timer must catch with no further
  * event. Stopping keeps the figures for the test to print.
+ *
+ * fracgpu-checker, the same checker as a process, first: its report on SIGUSR1 as the tenants come,
+ * the overcommit it must name, its exit status, and its answers to bad arguments.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "base/buf.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "e2e/checker/checker.h"
@@ -167,10 +174,98 @@ static void checker_survives_relists_and_catches_orphans(void **state)
     fg_checker_free(c);
 }
 
+struct report_wait {
+    const char *path;
+    pid_t pid;
+    int64_t compute;            /* the GPU's compute the report must show */
+    json_object *report;        /* out: the report that showed it */
+};
+
+/* Asks the process for a report and reads it; true once its GPU has the compute looked for. The
+ * first report, written once the pods are listed, says that the process takes signals. */
+static bool report_shows(void *ud)
+{
+    struct report_wait *w = ud;
+    if (access(w->path, F_OK) != 0)
+        return false;
+    kill(w->pid, SIGUSR1);
+    json_object_put(w->report);
+    w->report = json_object_from_file(w->path);    /* NULL until the first report is written */
+    json_object *gpus = fg_json_get(w->report, "gpus", NULL);
+    if (fg_json_array_len(gpus) == 0)
+        return false;
+    json_object *gpu = json_object_array_get_idx(gpus, 0);
+    int64_t milli = -1;
+    fg_json_get_int64(gpu, &milli, "computeMilli", NULL);
+    return milli == w->compute && fg_str_eq(fg_json_get_str(gpu, "uuid", NULL), GPU);
+}
+
+static void checker_process_reports_and_exits_with_its_judgment(void **state)
+{
+    (void)state;
+    char bin[512], report[512], cmd[1400];
+    snprintf(bin, sizeof bin, "%s/fracgpu-checker", getenv("FG_BIN_DIR"));
+    snprintf(report, sizeof report, "%s/checker-report.json", h.dir);
+    struct fg_buf out;
+    fg_buf_init(&out, 0);
+    static const struct { const char *args, *says; int status; } bad[] = {
+        { "--report /tmp/r", "--kubeconfig is required", 2 },
+        { "--kubeconfig /tmp/k", "--report is required", 2 },
+        { "--kubeconfig", "--kubeconfig needs a value", 2 },
+        { "--verbose", "unknown argument --verbose", 2 },
+        { "--kubeconfig /nonexistent/kubeconfig --report /tmp/r", "cannot watch the cluster of /nonexistent/kubeconfig", 1 },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin, bad[i].args);
+        assert_int_equal(fg_buf_run_command(&out, cmd), bad[i].status);
+        if (!strstr(fg_buf_str(&out), bad[i].says))
+            fail_msg("%s: expected \"%s\" in: %s", bad[i].args, bad[i].says, fg_buf_str(&out));
+    }
+    fg_buf_cleanup(&out);
+
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl(bin, bin, "--kubeconfig", h.kubeconfig, "--report", report, (char *)NULL);
+        _exit(127);
+    }
+    run_pod(CAP_NS, "cap-0", "\"labels\":{\"" FG_LABEL_ROLE "\":\"" FG_ROLE_CAPACITY "\"},\"annotations\":{\""
+            FG_ANN_GPU_UUID "\":\"" GPU "\",\"" FG_ANN_GPU_MEMORY_MIB "\":\"40000\"}");
+    tenant("t1", "600");
+    struct report_wait w = { report, pid, 600, NULL };
+    assert_true(fg_harness_wait(report_shows, &w, WAIT_MS));
+    int64_t n = -1;
+    assert_true(fg_json_get_int64(w.report, &n, "violations", NULL) && n == 0);
+    tenant("t2", "500");    /* 1100 milli on one GPU */
+    w.compute = 1100;
+    assert_true(fg_harness_wait(report_shows, &w, WAIT_MS));
+    assert_true(fg_json_get_int64(w.report, &n, "violations", NULL) && n >= 1);
+    json_object *gpu = json_object_array_get_idx(fg_json_get(w.report, "gpus", NULL), 0);
+    assert_true(fg_json_get_int64(gpu, &n, "tenants", NULL) && n == 2);
+    assert_string_equal(fg_json_get_str(gpu, "node", NULL), NODE);
+    const char *first = fg_json_get_str(json_object_array_get_idx(fg_json_get(w.report, "messages", NULL), 0), NULL);
+    if (!first || !strstr(first, "1100"))
+        fail_msg("the first violation should name 1100 milli: %s", first ? first : "(none)");
+    json_object_put(w.report);
+
+    kill(pid, SIGTERM);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);     /* it found a violation */
+    json_object *last = json_object_from_file(report);
+    assert_true(fg_json_get_int64(last, &n, "violations", NULL) && n >= 1);
+    json_object_put(last);
+    delete_pod("default", "t1");
+    delete_pod("default", "t2");
+    delete_pod(CAP_NS, "cap-0");
+}
+
 int main(void)
 {
     fg_log_set_level(FG_LOG_WARN);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(checker_process_reports_and_exits_with_its_judgment),
         cmocka_unit_test(checker_survives_relists_and_catches_orphans),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
