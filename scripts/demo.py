@@ -7,7 +7,9 @@ trace, a trace minute a second), installs fracgpu with `kubectl apply -k manifes
 workloads of demo/workloads.yaml asking for whole GPUs, then opts them in with `kubectl annotate` and
 shows, live, GPUs in use, nodes and each workload's allocation as recommendations arrive. Ends with a
 summary (GPUs and nodes before and after, GPU-hours saved, memory overflows) and an HTML report, and
-stops every process it started. The demo's policies (demo/policies.yaml) have minute-scale windows
+stops every process it started. Throughout, fracgpu-checker (e2e/checker) judges the sharing from the
+API server on its own; at the end `kubectl fracgpu gpus` must agree with it GPU by GPU, and it must
+have seen no GPU over-committed, or the demo fails. The demo's policies (demo/policies.yaml) have minute-scale windows
 and are labelled fracgpu.io/demo: they are not for real clusters.
 
 usage: scripts/demo.py BUILD_DIR [--minutes N] [--report FILE]
@@ -41,6 +43,8 @@ class Demo:
         self.env = dict(os.environ, KUBECONFIG=self.kubeconfig, KUBECACHEDIR=os.path.join(self.dir, "kube-cache"),
                         PATH=os.path.join(self.build, "bin") + os.pathsep + os.environ.get("PATH", ""))
         self.sim = None
+        self.checker = None
+        self.checker_report = os.path.join(self.dir, "checker.json")
         self.tty = sys.stdout.isatty()
         self.samples = []        # (seconds since opt-in, GPUs, nodes, overflowing GPUs)
         self.overflows = 0
@@ -58,7 +62,7 @@ class Demo:
         return json.loads(self.kubectl("get", *args, "-o", "json"))
 
     def start_cluster(self):
-        self.say("starting a simulated cluster: 3 GPU nodes of 4 A100s, an autoscaler, GPU use from GenTD26")
+        self.say("starting a simulated cluster: 3 GPU nodes of 4 A100s, a system node, an autoscaler, GPU use from GenTD26")
         log = open(os.path.join(self.dir, "cluster.log"), "w")
         self.sim = subprocess.Popen(
             [os.path.join(self.build, "bin", "fracgpu-sim-cluster"), "--kubeconfig-out", self.kubeconfig,
@@ -73,25 +77,45 @@ class Demo:
                 return
         raise RuntimeError("the simulated cluster was not ready in 180 s (see %s)" % log.name)
 
-    def stop_cluster(self):
-        if not self.sim or self.sim.poll() is not None:
-            return
-        os.killpg(self.sim.pid, signal.SIGTERM)
-        try:
-            self.sim.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.sim.pid, signal.SIGKILL)
-            self.sim.wait()
+    def start_checker(self):
+        """The independent sharing checker, watching every pod from now on."""
+        self.checker = subprocess.Popen(
+            [os.path.join(self.build, "bin", "fracgpu-checker"), "--kubeconfig", self.kubeconfig, "--report",
+             self.checker_report], stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.dir, "checker.log"), "w"),
+            start_new_session=True)
+        self.wait("the sharing checker listing the pods", lambda: os.path.exists(self.checker_report), 60)
+
+    def checker_view(self):
+        """The checker's report, written afresh on SIGUSR1."""
+        before = os.stat(self.checker_report).st_mtime_ns
+        self.checker.send_signal(signal.SIGUSR1)
+        self.wait("the sharing checker's report", lambda: os.stat(self.checker_report).st_mtime_ns != before, 30)
+        with open(self.checker_report) as f:
+            return json.load(f)
+
+    def stop(self):
+        for p in (self.checker, self.sim):
+            if not p or p.poll() is not None:
+                continue
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
     def wait(self, what, cond, timeout):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if cond():
                 return
-            time.sleep(2)
+            time.sleep(0.2)
         raise RuntimeError("%s: not within %d s" % (what, timeout))
 
     # ---- what the cluster holds ----
+
+    def gpu_nodes(self):
+        return len(self.get("nodes", "-l", "nvidia.com/gpu.present=true")["items"])
 
     def gpus_in_use(self, pods):
         """GPUs held by pods: whole GPUs asked for (nvidia.com/gpu), capacity pods included."""
@@ -142,7 +166,7 @@ class Demo:
     def show(self, t, gpus, nodes, rows, phase):
         if self.tty:
             lines = ["\033[H\033[J" + "fracgpu demo — %s" % phase,
-                     "%3ds (%.1f trace hours)   GPUs in use %d   nodes %d   memory overflows %d" % (
+                     "%3ds (%.1f trace hours)   GPUs in use %d   GPU nodes %d   memory overflows %d" % (
                          t, t * TIME_SCALE / 3600, gpus, nodes, self.overflows), "",
                      "%-26s %-13s %5s %9s %8s %-22s %7s %6s" % ("WORKLOAD", "POLICY", "PODS", "COMPUTE", "MEMORY",
                                                                "RECOMMENDED", "BEFORE", "AFTER")]
@@ -153,10 +177,11 @@ class Demo:
             print("\n".join(lines), flush=True)
         elif t % 10 < 3:
             alloc = ", ".join("%s %s/%s" % (r["name"].split("/")[-1], r["compute"], r["memory"]) for r in rows)
-            self.say("[%3ds] GPUs %d, nodes %d, overflows %d; %s" % (t, gpus, nodes, self.overflows, alloc))
+            self.say("[%3ds] GPUs %d, GPU nodes %d, overflows %d; %s" % (t, gpus, nodes, self.overflows, alloc))
 
     def run(self):
         self.start_cluster()
+        self.start_checker()
         self.say("installing fracgpu: kubectl apply -k manifests/")
         self.kubectl("apply", "-k", os.path.join(ROOT, "manifests"))
         patch = json.dumps([{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": a}
@@ -175,8 +200,8 @@ class Demo:
             return len(pods) == 12 and all(p["status"].get("phase") == "Running" for p in pods)
         self.wait("the 12 pods running", all_running, 240)
         pods = self.get("pods", "-A")
-        self.before = (self.gpus_in_use(pods), len(self.get("nodes")["items"]))
-        self.say("before fracgpu: %d GPUs in use on %d nodes" % self.before)
+        self.before = (self.gpus_in_use(pods), self.gpu_nodes())
+        self.say("before fracgpu: %d GPUs in use on %d GPU nodes" % self.before)
         self.say("opting in: kubectl annotate deployment --all -n demo fracgpu.io/automate=true")
         self.kubectl("annotate", "deployment", "--all", "-n", NS, "fracgpu.io/automate=true")
         start, settled_since, phase = time.time(), None, "measuring use (the demo policies' minHistory is 45 s)"
@@ -184,7 +209,7 @@ class Demo:
         while True:
             t = int(time.time() - start)
             pods = self.get("pods", "-A")
-            gpus, nodes = self.gpus_in_use(pods), len(self.get("nodes")["items"])
+            gpus, nodes = self.gpus_in_use(pods), self.gpu_nodes()
             over = self.memory_overflows(pods)
             self.overflows += over
             rows = self.workloads()
@@ -217,10 +242,56 @@ class Demo:
         self.say("GPU-hours saved        %.1f (trace time, while opting in and rightsizing)" % saved_hours)
         self.say("memory overflows       %d" % self.overflows)
         self.say("kubectl fracgpu gpus:")
-        p = subprocess.run(["kubectl", "fracgpu", "gpus"], env=self.env, text=True, capture_output=True, timeout=60)
-        self.say((p.stdout or p.stderr).rstrip())
+        self.say(self.plugin("gpus").rstrip())
+        self.say(self.agreement())
         self.write_report(t, saved_hours)
         self.say("report: %s" % self.report)
+
+    def plugin(self, *args):
+        p = subprocess.run(["kubectl", "fracgpu", *args], env=self.env, text=True, capture_output=True, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError("kubectl fracgpu %s: %s" % (" ".join(args), p.stderr.strip()))
+        return p.stdout
+
+    def agreement(self):
+        """`kubectl fracgpu gpus` against the checker, GPU by GPU: the same tenants and compute on every
+        GPU the checker counts tenants on, and every GPU of every GPU node listed. Allocations keep
+        following use, so a comparison is made only between two identical reads of the plugin."""
+        def placement():
+            items = json.loads(self.plugin("gpus", "-o", "json"))["items"]
+            return items, [(g["node"], g["uuid"], g["allocated"], [(t["namespace"], t["name"], t["computeMilli"])
+                                                                  for t in g["tenants"]]) for g in items]
+        why = "no quiet moment"
+        for _ in range(5):
+            first, placed = placement()
+            view = self.checker_view()
+            if placement()[1] != placed:
+                continue
+            if view["violations"]:
+                raise RuntimeError("the sharing checker found %d violations, the first: %s" % (
+                    view["violations"], view["messages"][0]))
+            items = {(g["node"], g["uuid"]): g for g in first if g["uuid"]}   # a GPU no capacity pod holds has none
+            why = None
+            for g in view["gpus"]:
+                mine = items.get((g["node"], g["uuid"]))
+                if not mine:
+                    why = "the checker's GPU %s/%s is not in kubectl fracgpu gpus" % (g["node"], g["uuid"])
+                elif (len(mine["tenants"]), mine["allocated"]["computeMilli"]) != (g["tenants"], g["computeMilli"]):
+                    why = "GPU %s/%s: the checker sees %d tenants and %d milli, kubectl fracgpu %d and %d" % (
+                        g["node"], g["uuid"], g["tenants"], g["computeMilli"], len(mine["tenants"]),
+                        mine["allocated"]["computeMilli"])
+            held = sum(1 for g in first if g["tenants"])
+            nodes = self.get("nodes", "-l", "nvidia.com/gpu.present=true")["items"]
+            total = sum(int(n["status"]["allocatable"].get("nvidia.com/gpu", "0")) for n in nodes)
+            if not why and held != len(view["gpus"]):
+                why = "kubectl fracgpu lists %d GPUs with tenants, the checker %d" % (held, len(view["gpus"]))
+            if not why and len(first) != total:
+                why = "kubectl fracgpu lists %d GPUs, the GPU nodes have %d" % (len(first), total)
+            if not why:
+                return ("kubectl fracgpu gpus agrees with the independent sharing checker: %d GPUs listed, %d with "
+                        "tenants, each the same; the checker judged %d pod events, 0 violations" % (
+                            len(first), held, view["events"]))
+        raise RuntimeError("kubectl fracgpu gpus and the sharing checker disagree: %s" % why)
 
     def write_report(self, t, saved_hours):
         w, h, pad = 720, 260, 40
@@ -279,7 +350,7 @@ def main():
     except KeyboardInterrupt:
         status = 130
     finally:
-        d.stop_cluster()
+        d.stop()
     return status
 
 
