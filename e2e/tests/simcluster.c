@@ -17,8 +17,11 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/base64.h"
 #include "base/clock.h"
+#include "base/json.h"
 #include "operator/kube/config.h"
+#include "operator/kube/resource.h"
 
 #define MAX_ARGS 32
 
@@ -163,27 +166,118 @@ pid_t fg_simcluster_component_pid(struct fg_simcluster *c, const char *component
     return pid;
 }
 
-size_t fg_simcluster_sanitizer_reports(struct fg_simcluster *c)
+/* A set of strings that no log may hold, at least MIN_SECRET characters each. */
+#define MIN_SECRET 16
+struct secrets {
+    char **s;
+    size_t n, cap;
+};
+
+static void secret_add(struct secrets *x, char *s)
 {
-    char pattern[256];
-    snprintf(pattern, sizeof pattern, "%s/nodes/*/pods/*/*.log", c->work);
-    glob_t g;
-    size_t reports = 0;
-    if (glob(pattern, 0, NULL, &g) != 0)
-        return 0;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        struct fg_buf b;
-        fg_buf_init(&b, 0);
-        if (fg_buf_read_file(&b, g.gl_pathv[i], NULL) == FG_OK &&
-            (strstr(fg_buf_str(&b), "ERROR: AddressSanitizer") || strstr(fg_buf_str(&b), "runtime error:") ||
-             strstr(fg_buf_str(&b), "ERROR: LeakSanitizer"))) {
-            fprintf(stderr, "sanitizer report in %s\n", g.gl_pathv[i]);
-            reports++;
-        }
-        fg_buf_cleanup(&b);
+    if (strlen(s) < MIN_SECRET) {
+        free(s);
+        return;
     }
-    globfree(&g);
-    return reports;
+    if (x->n == x->cap) {
+        x->cap = x->cap ? 2 * x->cap : 16;
+        x->s = fg_realloc(x->s, x->cap * sizeof(*x->s));
+    }
+    x->s[x->n++] = s;
+}
+
+/* One Secret value (base64, as the API holds it): that text, and what it decodes to — as text when
+ * it is text, each line apart (a PEM key's body lines), else as lowercase hex. */
+static void secret_value(struct secrets *x, const char *b64)
+{
+    secret_add(x, fg_strdup(b64));
+    size_t len = 0;
+    unsigned char *raw = fg_base64_decode(b64, &len);
+    if (!raw)
+        return;
+    bool text = true;
+    for (size_t i = 0; i < len && text; i++)
+        text = raw[i] == '\n' || raw[i] == '\r' || (raw[i] >= 0x20 && raw[i] < 0x7f);
+    if (text) {
+        char *all = fg_strndup((const char *)raw, len), *save = NULL;
+        for (char *line = strtok_r(all, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save))
+            if (strncmp(line, "-----", 5))
+                secret_add(x, fg_strdup(line));
+        free(all);
+    } else {
+        char *hex = fg_malloc(2 * len + 1);
+        for (size_t i = 0; i < len; i++)
+            snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        secret_add(x, hex);
+    }
+    free(raw);
+}
+
+/* Every value of every Secret of the cluster. */
+static void cluster_secrets(struct fg_simcluster *c, struct secrets *x)
+{
+    char *path = fg_kube_path(&fg_kube_secrets, NULL, NULL, NULL, NULL);
+    json_object *list = NULL;
+    if (fg_kube_get(c->client, path, &list, NULL) == FG_OK) {
+        json_object *items = fg_json_get(list, "items", NULL);
+        for (size_t i = 0; i < fg_json_array_len(items); i++) {
+            json_object_object_foreach(fg_json_get(json_object_array_get_idx(items, i), "data", NULL), key, value) {
+                (void)key;
+                if (json_object_is_type(value, json_type_string))
+                    secret_value(x, json_object_get_string(value));
+            }
+        }
+    } else {
+        fprintf(stderr, "cannot list the cluster's Secrets to look for them in its logs\n");
+    }
+    json_object_put(list);
+    free(path);
+}
+
+/* What is wrong with one log: a sanitizer report, or a secret (named by its length, never shown). */
+static size_t log_problems(const char *path, const struct secrets *x)
+{
+    struct fg_buf b;
+    fg_buf_init(&b, 0);
+    size_t problems = 0;
+    if (fg_buf_read_file(&b, path, NULL) == FG_OK) {
+        const char *text = fg_buf_str(&b);
+        if (strstr(text, "ERROR: AddressSanitizer") || strstr(text, "runtime error:") ||
+            strstr(text, "ERROR: LeakSanitizer") || strstr(text, "WARNING: ThreadSanitizer")) {
+            fprintf(stderr, "sanitizer report in %s\n", path);
+            problems++;
+        }
+        for (size_t i = 0; i < x->n; i++)
+            if (strstr(text, x->s[i])) {
+                fprintf(stderr, "secret material (%zu characters of a Secret's value) in %s\n", strlen(x->s[i]), path);
+                problems++;
+            }
+    }
+    fg_buf_cleanup(&b);
+    return problems;
+}
+
+size_t fg_simcluster_log_problems(struct fg_simcluster *c)
+{
+    struct secrets x = { 0 };
+    cluster_secrets(c, &x);
+    char patterns[3][256];
+    snprintf(patterns[0], sizeof patterns[0], "%s/supervisor.log", c->dir);
+    snprintf(patterns[1], sizeof patterns[1], "%s/logs/*.log", c->work);
+    snprintf(patterns[2], sizeof patterns[2], "%s/nodes/*/pods/*/*.log", c->work);
+    size_t problems = 0;
+    for (size_t p = 0; p < 3; p++) {
+        glob_t g;
+        if (glob(patterns[p], 0, NULL, &g) != 0)
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            problems += log_problems(g.gl_pathv[i], &x);
+        globfree(&g);
+    }
+    for (size_t i = 0; i < x.n; i++)
+        free(x.s[i]);
+    free(x.s);
+    return problems;
 }
 
 int fg_simcluster_operator_arg(struct fg_simcluster *c, const char *arg, struct fg_buf *out)

@@ -46,8 +46,11 @@ int fg_simcluster_operator_arg(struct fg_simcluster *c, const char *arg, struct 
  * (after a restart, the newest); 0 when it never started. */
 pid_t fg_simcluster_component_pid(struct fg_simcluster *c, const char *component);
 
-/* How many logs of real pod processes hold a sanitizer report (each named on stderr). */
-size_t fg_simcluster_sanitizer_reports(struct fg_simcluster *c);
+/* What the cluster's logs (the supervisor's, its components', every pod process's) hold that they
+ * must not: sanitizer reports, and secret material — any value of any Secret of the cluster (the
+ * grant key, the webhook's private key, ...) as stored, decoded, or a line of it. Each is named on
+ * stderr (a secret by its length only); returns how many. Call it while the cluster runs. */
+size_t fg_simcluster_log_problems(struct fg_simcluster *c);
 
 /* The cluster's log of one component ("controllers", "kubelets", ...) into out (replacing it). */
 enum fg_err fg_simcluster_log(struct fg_simcluster *c, const char *component, struct fg_buf *out) FG_MUST_USE;

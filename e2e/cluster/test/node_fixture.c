@@ -297,9 +297,9 @@ char *nodetest_agent_log(const char *node, json_object *agent_pod)
     return s;
 }
 
-size_t nodetest_sanitizer_reports(void)
+size_t nodetest_log_problems(void)
 {
-    return fg_simcluster_sanitizer_reports(&nt.sim);
+    return fg_simcluster_log_problems(&nt.sim);
 }
 
 size_t nodetest_count(const char *s, const char *text)

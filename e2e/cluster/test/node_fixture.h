@@ -97,8 +97,8 @@ int nodetest_gpu_index(const char *node, const char *uuid);
 json_object *nodetest_agent_pod(const char *node);
 /* The log of the node agent pod (ns/name/uid) on node, into a new string ("" when none). */
 char *nodetest_agent_log(const char *node, json_object *agent_pod);
-/* How many logs of real pod processes hold a sanitizer report (each named on stderr). */
-size_t nodetest_sanitizer_reports(void);
+/* What the cluster's logs hold that they must not (fg_simcluster_log_problems). */
+size_t nodetest_log_problems(void);
 /* How many times text occurs in s. */
 size_t nodetest_count(const char *s, const char *text);
 /* The fracgpu.io/gpu-share slots node's kubelet last said it has from the device plugin (the kubelets'

@@ -197,7 +197,7 @@ int share_teardown(struct share_env *e)
         rc = s.violations ? -1 : 0;
         fg_checker_free(e->checker);
     }
-    size_t reports = fg_simcluster_sanitizer_reports(&e->sim);
+    size_t reports = fg_simcluster_log_problems(&e->sim);
     fg_simcluster_stop(&e->sim, reports > 0 || rc);
     printf("%s: %.1f s in all\n", e->name, (double)(fg_clock_mono_ns() - e->start_ns) / 1e9);
     return reports || rc ? -1 : 0;

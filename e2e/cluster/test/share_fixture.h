@@ -32,7 +32,7 @@ struct share_env {
  * the reason on stderr (a cmocka group setup). */
 int share_setup(struct share_env *e, const char *config, const char *name);
 /* Stops both: -1 when the checker saw a violation (its messages on stderr) or a pod's log holds a
- * sanitizer report; the cluster is kept then. */
+ * sanitizer report or secret material (fg_simcluster_log_problems); the cluster is kept then. */
 int share_teardown(struct share_env *e);
 
 /* Runs kubectl on env's cluster and fails the test, showing its output, unless it exits 0. */

@@ -100,12 +100,12 @@ static int setup(void **state)
     return nodetest_start();
 }
 
-/* Fails when any real pod process logged a sanitizer report; prints the measured figures. */
+/* Fails when a log holds a sanitizer report or secret material; prints the measured figures. */
 static int teardown(void **state)
 {
     (void)state;
     promtest_stop(&s.prom);
-    size_t reports = nodetest_sanitizer_reports();
+    size_t reports = nodetest_log_problems();
     nodetest_stop(reports > 0);
     printf("e2e_sim_node: impostor removed %.0f ms after its creation; after the kubelets were killed, agents "
            "registered again in %.0f ms and the kubelets had their slots back in %.0f ms; %.1f s in all\n",

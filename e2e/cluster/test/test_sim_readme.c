@@ -4,7 +4,8 @@
  * (testdata/share-e2e.yaml), with the machine's real kubectl finding `kubectl fracgpu` on the PATH,
  * must exit 0. Between the blocks the test checks what they promise: after the install, the built-in
  * policies exist; after opting in, the example's pods run as fracgpu's (mutated, placed by
- * fracgpu-scheduler on a GPU a capacity pod holds); after the uninstall, fracgpu's namespace goes.
+ * fracgpu-scheduler on a GPU a capacity pod holds) and no log holds a key (a planted one is found);
+ * after the uninstall, fracgpu's namespace goes.
  * The independent checker watches throughout.
  */
 #include <setjmp.h>
@@ -14,10 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
+#include "base/fs.h"
 #include "base/json.h"
 #include "base/mem.h"
 #include "e2e/cluster/test/share_fixture.h"
@@ -88,6 +92,41 @@ static bool system_namespace_gone(void *ud)
     return rc != 0;
 }
 
+/* fracgpu runs with its keys in place: no log holds them; then the check itself is shown to see a
+ * planted copy of the grant key (as hex) and of a line of the webhook's private key. */
+static void logs_hold_no_secret(void)
+{
+    assert_int_equal(fg_simcluster_log_problems(&e.sim), 0);
+    char planted[256], line[256];
+    snprintf(planted, sizeof planted, "%s/logs/planted.log", e.sim.work);
+    struct fg_buf out = FG_BUF_INIT;
+    SHARE_OK(&e, &out, NULL, "get", "secret", "fracgpu-grant-key", "-n", SHARE_SYSTEM_NS, "-o", "jsonpath={.data.key}");
+    size_t len = 0;
+    unsigned char *key = fg_base64_decode(fg_buf_str(&out), &len);
+    assert_non_null(key);
+    assert_int_equal(len, 32);
+    int n = snprintf(line, sizeof line, "{\"msg\":\"signing with ");
+    for (size_t i = 0; i < len; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, "%02x", key[i]);
+    snprintf(line + n, sizeof line - (size_t)n, "\"}\n");
+    free(key);
+    assert_int_equal(fg_write_file_atomic(planted, line, strlen(line)), 0);
+    assert_int_equal(fg_simcluster_log_problems(&e.sim), 1);
+
+    SHARE_OK(&e, &out, NULL, "get", "secret", "fracgpu-webhook-tls", "-n", SHARE_SYSTEM_NS, "-o",
+             "jsonpath={.data.tls\\.key}");
+    unsigned char *pem = fg_base64_decode(fg_buf_str(&out), &len);
+    assert_non_null(pem);
+    const char *body = memchr(pem, '\n', len);   /* the key's first body line follows its header */
+    assert_non_null(body);
+    snprintf(line, sizeof line, "tls: loaded %.64s\n", body + 1);
+    free(pem);
+    assert_int_equal(fg_write_file_atomic(planted, line, strlen(line)), 0);
+    assert_int_equal(fg_simcluster_log_problems(&e.sim), 1);
+    unlink(planted);
+    fg_buf_cleanup(&out);
+}
+
 static void test_readme(void **state)
 {
     (void)state;
@@ -107,6 +146,7 @@ static void test_readme(void **state)
             SHARE_OK(&e, &out, NULL, "get", "gpuworkload", "deployment-llm", "-n", "default", "-o",
                      "jsonpath={.status.policy}");
             assert_string_equal(fg_buf_str(&out), "near-real-time");
+            logs_hold_no_secret();
         } else if (!share_eventually(system_namespace_gone, NULL, 180)) {
             share_show_and_fail(&e.sim, "the uninstall left fracgpu-system behind");
         }
