@@ -239,7 +239,7 @@ static void live_scheduler_agrees_with_replay(void **state)
         free(path);
         json_object_put(pod);
         char node[32];
-        int gpu;
+        int gpu = -1;
         await_binding(&h, &op, p->name, node, sizeof node, &gpu);
         if (strcmp(node, p->want_node) || gpu != p->want_gpu) {
             if (first < 0) {
