@@ -164,14 +164,23 @@ static void spawn(struct fg_harness *h, struct fg_operator_proc *op, const char 
             envp[k++] = *e;
     envp[k++] = "POD_NAMESPACE=" NS;
     envp[k] = NULL;
+    /* $FG_OPERATOR_WRAPPER: words the operator's command line runs under (valgrind and its options) */
+    const char *wrapped[MAX_ARGS * 2];
+    size_t w = 0;
+    char *wrapper = getenv("FG_OPERATOR_WRAPPER") ? fg_strdup(getenv("FG_OPERATOR_WRAPPER")) : NULL, *save = NULL;
+    for (char *word = wrapper ? strtok_r(wrapper, " ", &save) : NULL; word && w < MAX_ARGS; word = strtok_r(NULL, " ", &save))
+        wrapped[w++] = word;
+    for (size_t i = 0; i <= n; i++)
+        wrapped[w + i] = argv[i];
     op->pid = fork();
     if (op->pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         dup2(log_fd, 1);
         dup2(log_fd, 2);
-        execve(bin, (char *const *)argv, envp);
+        execvpe(wrapped[0], (char *const *)wrapped, envp);
         _exit(127);
     }
+    free(wrapper);
 }
 
 enum fg_err fg_operator_proc_start(struct fg_harness *h, struct fg_operator_proc *op, const char *const *extra,
@@ -215,7 +224,8 @@ int fg_operator_proc_stop(struct fg_operator_proc *op, bool keep_log)
     int status = 0, result = -1;
     if (op->pid > 0) {
         kill(op->pid, SIGTERM);
-        for (int i = 0; i < 200 && waitpid(op->pid, &status, WNOHANG) == 0; i++)
+        int polls = getenv("FG_OPERATOR_WRAPPER") ? 2400 : 200;   /* 50 ms each */
+        for (int i = 0; i < polls && waitpid(op->pid, &status, WNOHANG) == 0; i++)
             sleep_ms(50);
         if (waitpid(op->pid, &status, WNOHANG) == 0) {
             kill(op->pid, SIGKILL);

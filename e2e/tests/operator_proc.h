@@ -12,10 +12,12 @@
  *
  * The operator runs from $FG_BIN_DIR/fracgpu with POD_NAMESPACE=fracgpu-system, leader election off
  * (it leads at once), its health and webhook ports picked free on 127.0.0.1, and the caller's extra
- * flags; its output goes to a log file. Start returns once /readyz passes (the webhook serves its
+ * flags; its output goes to a log file. $FG_OPERATOR_WRAPPER, when set, holds the words it runs under
+ * (valgrind and its options). Start returns once /readyz passes (the webhook serves its
  * certificate) and the webhook configuration trusts the operator's CA, so pods created from then on
- * are admitted by it. Stop sends SIGTERM, waits up to 10 s (then SIGKILL) and removes the log unless
- * asked to keep it. Every wait is bounded; a test process that dies takes the operator with it.
+ * are admitted by it. Stop sends SIGTERM, waits up to 10 s (120 s wrapped; then SIGKILL) and removes
+ * the log unless asked to keep it. Every wait is bounded; a test process that dies takes the
+ * operator with it.
  */
 #ifndef FG_E2E_OPERATOR_PROC_H
 #define FG_E2E_OPERATOR_PROC_H
