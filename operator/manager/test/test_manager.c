@@ -3,7 +3,8 @@
  * runnables started in registration order, leader-only ones once the informers have listed, and all
  * stopped in reverse; a runnable that cannot start undoes what started before it and says why; a
  * leader-only runnable that cannot start ends fg_manager_run with status 1; readiness and liveness
- * checks answered as kube-apiserver answers them; nothing registered or started twice; periodic
+ * checks answered as kube-apiserver answers them, and nothing but GET and HEAD (the node agent and
+ * the operator serve read-only endpoints); nothing registered or started twice; periodic
  * work runs at once, then on its period, on a thread of its own, and stops mid-wait.
  */
 #include <arpa/inet.h>
@@ -252,6 +253,12 @@ static void test_checks(void **state)
     assert_string_equal(fg_buf_str(&body), "[+]alive ok\nhealthz check passed\n");
     assert_int_equal(fg_harness_http(NULL, port, "GET", "/metrics", &body), 200);
     assert_non_null(strstr(fg_buf_str(&body), "\nprocess_open_fds "));
+    /* read-only: every other method is refused on every path (libevent: 501 Not Implemented) */
+    static const char *const writes[] = { "POST", "PUT", "PATCH", "DELETE" };
+    for (size_t i = 0; i < sizeof writes / sizeof writes[0]; i++) {
+        assert_int_equal(fg_harness_http(NULL, port, writes[i], "/metrics", &body), 501);
+        assert_int_equal(fg_harness_http(NULL, port, writes[i], "/healthz", &body), 501);
+    }
     assert_int_equal(fg_manager_add_healthz(m, "late", passing_check, NULL), FG_E_BUSY);
     fg_buf_cleanup(&body);
     fg_manager_free(m);
