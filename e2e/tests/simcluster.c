@@ -1,6 +1,7 @@
 /* simcluster — a simulated cluster as a process for end-to-end tests; see simcluster.h. */
 #include "base/fs.h"
 #include "base/mem.h"
+#include "e2e/tests/harness.h"
 #include "e2e/tests/simcluster.h"
 
 #include <errno.h>
@@ -257,6 +258,41 @@ static size_t log_problems(const char *path, const struct secrets *x)
     return problems;
 }
 
+/* The secrets found in the /metrics of fracgpu's running operator replicas and node agents; how
+ * many were read into *read. */
+static size_t metrics_problems(struct fg_simcluster *c, const struct secrets *x, size_t *read)
+{
+    static const struct { const char *component; unsigned port; } served[] = { { "operator", 8080 },
+                                                                               { "node-agent", 9402 } };
+    size_t problems = 0;
+    char *path = fg_kube_path(&fg_kube_pods, "fracgpu-system", NULL, NULL, "labelSelector=app.kubernetes.io%2Fname%3Dfracgpu");
+    json_object *list = NULL;
+    if (fg_kube_get(c->client, path, &list, NULL) == FG_OK) {
+        json_object *items = fg_json_get(list, "items", NULL);
+        for (size_t i = 0; i < fg_json_array_len(items); i++) {
+            json_object *pod = json_object_array_get_idx(items, i);
+            const char *ip = fg_json_get_str(pod, "status", "podIP", NULL);
+            const char *component = fg_json_get_str(pod, "metadata", "labels", "app.kubernetes.io/component", NULL);
+            for (size_t s = 0; ip && s < sizeof served / sizeof served[0]; s++) {
+                struct fg_buf body = FG_BUF_INIT;
+                bool got = fg_str_eq(component, served[s].component) &&
+                           fg_harness_http(ip, served[s].port, "GET", "/metrics", &body) == 200;
+                *read += got;
+                for (size_t k = 0; got && k < x->n; k++)
+                    if (strstr(fg_buf_str(&body), x->s[k])) {
+                        fprintf(stderr, "secret material (%zu characters of a Secret's value) in the /metrics of %s\n",
+                                strlen(x->s[k]), fg_json_get_str(pod, "metadata", "name", NULL));
+                        problems++;
+                    }
+                fg_buf_cleanup(&body);
+            }
+        }
+    }
+    json_object_put(list);
+    free(path);
+    return problems;
+}
+
 size_t fg_simcluster_log_problems(struct fg_simcluster *c)
 {
     struct secrets x = { 0 };
@@ -265,15 +301,17 @@ size_t fg_simcluster_log_problems(struct fg_simcluster *c)
     snprintf(patterns[0], sizeof patterns[0], "%s/supervisor.log", c->dir);
     snprintf(patterns[1], sizeof patterns[1], "%s/logs/*.log", c->work);
     snprintf(patterns[2], sizeof patterns[2], "%s/nodes/*/pods/*/*.log", c->work);
-    size_t problems = 0;
+    size_t metrics = 0, logs = 0, problems = metrics_problems(c, &x, &metrics);
     for (size_t p = 0; p < 3; p++) {
         glob_t g;
         if (glob(patterns[p], 0, NULL, &g) != 0)
             continue;
-        for (size_t i = 0; i < g.gl_pathc; i++)
+        for (size_t i = 0; i < g.gl_pathc; i++, logs++)
             problems += log_problems(g.gl_pathv[i], &x);
         globfree(&g);
     }
+    fprintf(stderr, "looked for %zu secret values in %zu logs and %zu /metrics: %zu found\n", x.n, logs, metrics,
+            problems);
     for (size_t i = 0; i < x.n; i++)
         free(x.s[i]);
     free(x.s);

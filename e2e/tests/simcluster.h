@@ -46,10 +46,11 @@ int fg_simcluster_operator_arg(struct fg_simcluster *c, const char *arg, struct 
  * (after a restart, the newest); 0 when it never started. */
 pid_t fg_simcluster_component_pid(struct fg_simcluster *c, const char *component);
 
-/* What the cluster's logs (the supervisor's, its components', every pod process's) hold that they
- * must not: sanitizer reports, and secret material — any value of any Secret of the cluster (the
- * grant key, the webhook's private key, ...) as stored, decoded, or a line of it. Each is named on
- * stderr (a secret by its length only); returns how many. Call it while the cluster runs. */
+/* What the cluster's logs (the supervisor's, its components', every pod process's) and the /metrics
+ * of fracgpu's running operator replicas and node agents hold that they must not: sanitizer reports
+ * (logs), and secret material — any value of any Secret of the cluster (the grant key, the webhook's
+ * private key, ...) as stored, decoded, a line of it, or as hex. Each is named on stderr (a secret by
+ * its length only); returns how many. Call it while the cluster runs. */
 size_t fg_simcluster_log_problems(struct fg_simcluster *c);
 
 /* The cluster's log of one component ("controllers", "kubelets", ...) into out (replacing it). */
