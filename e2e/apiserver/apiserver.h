@@ -30,6 +30,7 @@ struct fg_apiserver_opts {
     size_t max_body;             /* request body limit; 0 = 3 MiB */
     bool tls;                    /* HTTPS with a generated certificate (SAN IP:host), written into the kubeconfig */
     const char *token;           /* NULL = none; else every request needs Authorization: Bearer TOKEN (401) */
+    const char *audit_log;       /* NULL = none; else a line per resource request is appended there (audit.c) */
 };
 
 /* Creates the server, loads the state file when one is set and exists, and binds the listener (so

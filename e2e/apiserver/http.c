@@ -202,6 +202,7 @@ static void dispatch_resource(struct fg_apiserver *srv, struct evhttp_request *r
         fg__reply_error(req, FG_E_KUBE_NOT_FOUND, "the server could not find the requested resource (%s)", path);
         goto out;
     }
+    fg__audit_record(srv, req, &route, query);
     if (route.name) {
         fg__http_object(srv, req, &route, query);
     } else {

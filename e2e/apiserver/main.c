@@ -3,6 +3,7 @@
  *
  *   fracgpu-test-apiserver --listen 127.0.0.1:PORT --kubeconfig-out FILE [--history N]
  *                          [--state-file F] [--bookmark-ms MS] [--log-level LEVEL] [--tls] [--token T]
+ *                          [--audit-log FILE]
  *
  * Port 0 picks a free port. Once listening it prints the address ("127.0.0.1:PORT") as one line on
  * stdout and writes the kubeconfig; it runs until SIGINT/SIGTERM and then writes the state file.
@@ -19,7 +20,7 @@ static void usage(FILE *to)
 {
     fprintf(to, "usage: fracgpu-test-apiserver --listen HOST:PORT [--kubeconfig-out FILE] [--history N]\n"
                 "                              [--state-file FILE] [--bookmark-ms MS] [--log-level LEVEL]\n"
-                "                              [--tls] [--token TOKEN]\n");
+                "                              [--tls] [--token TOKEN] [--audit-log FILE]\n");
 }
 
 static int parse_number(const char *s, unsigned long max, unsigned long *out)
@@ -36,7 +37,8 @@ int main(int argc, char **argv)
         { "history", required_argument, NULL, 'H' },    { "state-file", required_argument, NULL, 's' },
         { "bookmark-ms", required_argument, NULL, 'b' }, { "log-level", required_argument, NULL, 'v' },
         { "tls", no_argument, NULL, 't' },              { "token", required_argument, NULL, 'T' },
-        { "help", no_argument, NULL, 'h' },             { NULL, 0, NULL, 0 },
+        { "audit-log", required_argument, NULL, 'a' },  { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     struct fg_apiserver_opts opts = { 0 };
     const char *kubeconfig = NULL;
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
         case 'k': kubeconfig = optarg; break;
         case 't': opts.tls = true; break;
         case 'T': opts.token = optarg; break;
+        case 'a': opts.audit_log = optarg; break;
         case 's': opts.state_file = optarg; break;
         case 'H':
             if (!parse_number(optarg, 10000000, &n) || n == 0) {

@@ -153,6 +153,13 @@ enum fg_err fg_apiserver_new(const struct fg_apiserver_opts *opts, struct fg_api
     enum fg_err err = fg__registry_init_builtin(&srv->reg, errmsg);
     if (err)
         goto out_free;
+    if (opts->audit_log) {
+        if (!(srv->audit = fopen(opts->audit_log, "a"))) {
+            err = fg_errmsg(errmsg, FG_E_IO, "cannot open the audit log %s: %s", opts->audit_log, strerror(errno));
+            goto out_free;
+        }
+        setvbuf(srv->audit, NULL, _IOLBF, 0);
+    }
     if (opts->tls && (err = fg__tls_init(srv, errmsg)) != FG_OK)
         goto out_free;
     fg__store_init(&srv->store, &srv->reg, opts->history);
@@ -197,6 +204,8 @@ void fg_apiserver_free(struct fg_apiserver *srv)
     free(srv->fault.path_prefix);
     fg__tls_cleanup(srv);
     free(srv->token);
+    if (srv->audit)
+        fclose(srv->audit);
     free(srv->host);
     free(srv->state_file);
     free(srv);

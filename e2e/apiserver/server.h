@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/json.h"
 #include "e2e/apiserver/admit.h"
@@ -117,6 +118,7 @@ struct fg_apiserver {
     struct ssl_ctx_st *ssl_ctx; /* NULL: plain HTTP */
     char *cert_pem;             /* the server's certificate (its own CA), with ssl_ctx */
     char *token;                /* bearer token every request must carry, or NULL */
+    FILE *audit;                /* --audit-log (audit.c), or NULL */
 };
 
 /* server.c */
@@ -129,6 +131,10 @@ enum fg_err fg__tls_init(struct fg_apiserver *srv, char *errmsg) FG_MUST_USE;
 void fg__tls_cleanup(struct fg_apiserver *srv);
 /* Makes srv->http wrap connections in TLS when ssl_ctx is set (after each evhttp_new). */
 void fg__tls_attach(struct fg_apiserver *srv);
+
+/* audit.c: appends the request's line to the audit log, when there is one. */
+void fg__audit_record(struct fg_apiserver *srv, struct evhttp_request *req, const struct fg__route *route,
+                      const struct evkeyvalq *query);
 
 /* http.c */
 void fg__http_on_request(struct evhttp_request *req, void *arg);

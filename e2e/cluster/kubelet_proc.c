@@ -6,8 +6,9 @@
  *            that path or as `fracgpu`, runs it; args follow, or the image's default `operator`;
  *            $(VAR) references expand from the container's environment (kubelet_env.c) and mount
  *            paths map to host paths (kubelet_volumes.c);
- *   identity a kubeconfig for the pod's service account (the test API server has one identity, so
- *            it holds the cluster's credentials, with the pod's namespace), named by KUBECONFIG;
+ *   identity a kubeconfig for the pod's service account, named by KUBECONFIG: the cluster's
+ *            credentials when it has a token, else a token naming the ServiceAccount (the test API
+ *            server's audit log tells the identities apart by it), with the pod's namespace;
  *   network  the pod's IP: a preloaded library (podnet.c) binds its wildcard and loopback listeners
  *            to it, so two pods may both listen on :8080.
  * The process leads its own session and process group, has no blocked or ignored signals, writes
@@ -84,6 +85,16 @@ static enum fg_err build_argv(struct fg_sim_kubelets *k, json_object *spec, stru
     return FG_OK;
 }
 
+void fg_sim_pod_token(const struct fg_sim_kubelets *k, json_object *pod, char *out, size_t size)
+{
+    const char *sa = fg_json_get_str(pod, "spec", "serviceAccountName", NULL);
+    if (k->token[0])
+        snprintf(out, size, "%s", k->token);
+    else
+        snprintf(out, size, "system:serviceaccount:%s:%s", fg_json_get_str(pod, "metadata", "namespace", NULL),
+                 sa ? sa : "default");
+}
+
 static enum fg_err write_kubeconfig(struct fg_sim_kubelets *k, const struct fg_sim_pod *p, json_object *pod, char *errmsg)
 {
     const char *ns = fg_json_get_str(pod, "metadata", "namespace", NULL);
@@ -102,8 +113,9 @@ static enum fg_err write_kubeconfig(struct fg_sim_kubelets *k, const struct fg_s
     json_object_array_add(clusters, cl);
     json_object_object_add(kc, "clusters", clusters);
     json_object *users = json_object_new_array(), *u = json_object_new_object(), *uu = json_object_new_object();
-    if (k->token[0])
-        fg_json_set_str(uu, "token", k->token);
+    char token[sizeof k->token + 512];
+    fg_sim_pod_token(k, pod, token, sizeof token);
+    fg_json_set_str(uu, "token", token);
     fg_json_set_str(u, "name", user);
     json_object_object_add(u, "user", uu);
     json_object_array_add(users, u);

@@ -56,6 +56,11 @@ json_object *fg_sim_read_data(struct fg_sim_kubelets *k, bool secret, const char
 enum fg_err fg_sim_spawn_volumes(struct fg_sim_kubelets *k, json_object *pod, json_object *spec,
                                  struct fg_sim_spawn *s);
 
+/* The bearer token the pod's processes present: the cluster's own when it has one; else one naming
+ * the pod's ServiceAccount, system:serviceaccount:NS:NAME, which the test API server takes as that
+ * identity in its audit log (it authenticates nothing). Into out (size > 0). */
+void fg_sim_pod_token(const struct fg_sim_kubelets *k, json_object *pod, char *out, size_t size);
+
 /* in with every mount path in it rewritten to its host path; caller frees. */
 char *fg_sim_spawn_map_paths(const struct fg_sim_spawn *s, const char *in);
 

@@ -91,7 +91,9 @@ static enum fg_err fill_volume(struct fg_sim_kubelets *k, const struct fg_sim_sp
             json_object *src = json_object_array_get_idx(sources, i), *x;
             if ((x = fg_json_get(src, "serviceAccountToken", NULL))) {
                 const char *path = fg_json_get_str(x, "path", NULL);
-                write_file(host, path ? path : "token", k->token, strlen(k->token));
+                char token[sizeof k->token + 512];
+                fg_sim_pod_token(k, pod, token, sizeof token);
+                write_file(host, path ? path : "token", token, strlen(token));
             } else if ((x = fg_json_get(src, "configMap", NULL)) || (x = fg_json_get(src, "secret", NULL))) {
                 bool secret = fg_json_get(src, "secret", NULL) != NULL;
                 json_object *data = fg_sim_read_data(k, secret, ns, fg_json_get_str(x, "name", NULL), errmsg);

@@ -10,8 +10,8 @@
  *                       [--log-level LEVEL]
  *
  * The working directory (--dir, else a new /tmp/fracgpu-sim-XXXXXX) holds config.json (what every
- * part reads), logs/<part>.log, the API server's state file, and nodes/<node>/ (each simulated
- * node's own host directories and its pods' files). The ready line is
+ * part reads), logs/<part>.log, the API server's state file and audit log (audit.log), and
+ * nodes/<node>/ (each simulated node's own host directories and its pods' files). The ready line is
  *   fracgpu-sim-cluster: ready: N nodes, kubeconfig FILE, directory DIR
  */
 #include <fcntl.h>
@@ -128,11 +128,12 @@ static bool read_address(int fd, unsigned *port, unsigned timeout_ms)
 
 static enum fg_err start_apiserver(struct fg_sim_supervisor *s, struct fg_sim_child *c)
 {
-    char listen[64], state[PATH_MAX + 32];
+    char listen[64], state[PATH_MAX + 32], audit[PATH_MAX + 32];
     snprintf(listen, sizeof listen, "127.0.0.1:%u", s->port);
     snprintf(state, sizeof state, "%s/apiserver-state.json", s->dir);
+    snprintf(audit, sizeof audit, "%s/audit.log", s->dir);
     const char *argv[] = { s->apiserver_bin, "--listen", listen, "--kubeconfig-out", s->kubeconfig, "--state-file",
-                           state, "--log-level", "warn", NULL };
+                           state, "--audit-log", audit, "--log-level", "warn", NULL };
     set_argv(c, argv);
     if (s->apiserver_out >= 0)
         close(s->apiserver_out);

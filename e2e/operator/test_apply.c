@@ -155,7 +155,7 @@ static void expect_device_plugin_needs(void)
 {
     /* the node agent: the grant key's Secret alone, read only; pods deleted; Events created */
     expect_field("role", "fracgpu-node-agent", NS, "{.rules[*].resources}{.rules[*].resourceNames}{.rules[*].verbs}",
-                 "[\"secrets\"][\"fracgpu-grant-key\"][\"get\",\"list\",\"watch\"]");
+                 "[\"secrets\"][\"fracgpu-grant-key\"][\"list\",\"watch\"]");
     expect_field("rolebinding", "fracgpu-node-agent", NS, "{.roleRef.kind}/{.roleRef.name} {.subjects[*].name}",
                  "Role/fracgpu-node-agent fracgpu-node-agent");
     expect_field("clusterrole", "fracgpu-node-agent", NULL,

@@ -325,11 +325,13 @@ static void test_node_selector_overlay(void **state)
     struct fg_buf out = FG_BUF_INIT;
     if (kubectl(&out, NULL, "kustomize", overlay, NULL) != 0)
         fail_msg("kubectl kustomize the overlay: %s", fg_buf_str(&out));
-    const char *ds = strstr(fg_buf_str(&out), "kind: DaemonSet\n");
+    char *ds = strstr(fg_buf_str(&out), "kind: DaemonSet\n"), *next;
     assert_non_null(ds);
+    if ((next = strstr(ds, "\n---\n")))
+        *next = '\0';   /* the DaemonSet's document alone */
     assert_non_null(strstr(ds, "priorityClassName: fracgpu-node-critical"));
     assert_non_null(strstr(ds, "- key: cloud.google.com/gke-accelerator\n                operator: Exists\n"));
-    assert_null(strstr(fg_buf_str(&out), "nvidia.com/gpu.present"));
+    assert_null(strstr(ds, "nvidia.com/gpu.present"));
     assert_null(strstr(ds, "nodeSelector:"));
     fg_buf_cleanup(&out);
 }
@@ -341,14 +343,16 @@ static void test_shipped_overlays(void **state)
     static const struct {
         const char *overlay;
         const char *has[4];
+        const char *lacks;
     } cases[] = {
-        { "cdi", { "- --device-list-strategy=cdi-cri\n", NULL } },
+        { "cdi", { "- --device-list-strategy=cdi-cri\n", NULL }, NULL },
         { "gke",
           { "- key: cloud.google.com/gke-accelerator\n", "- --nvml-lib=/usr/local/nvidia/lib64/libnvidia-ml.so.1\n",
-            "path: /home/kubernetes/bin/nvidia\n", NULL } },
+            "path: /home/kubernetes/bin/nvidia\n", NULL },
+          "nvidia.com/gpu.present" },   /* neither the node agent nor the operator's preference names it */
         { "prometheus-operator",
           { "kind: PrometheusRule\n", "alert: FracgpuNodeAgentDown\n", "name: fracgpu-operator\n",
-            "release: prometheus\n" } },
+            "release: prometheus\n" }, NULL },
     };
     struct fg_buf out = FG_BUF_INIT;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -361,6 +365,8 @@ static void test_shipped_overlays(void **state)
         for (size_t k = 0; k < 4 && cases[i].has[k]; k++)
             if (!strstr(fg_buf_str(&out), cases[i].has[k]))
                 fail_msg("overlays/%s renders without \"%s\"", cases[i].overlay, cases[i].has[k]);
+        if (cases[i].lacks && strstr(fg_buf_str(&out), cases[i].lacks))
+            fail_msg("overlays/%s still renders \"%s\"", cases[i].overlay, cases[i].lacks);
     }
     fg_buf_cleanup(&out);
 }

@@ -5,6 +5,7 @@
 #include "e2e/tests/simcluster.h"
 
 #include <errno.h>
+#include <json-c/linkhash.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <poll.h>
@@ -118,6 +119,38 @@ enum fg_err fg_simcluster_start(struct fg_simcluster *c, const char *config, con
     return FG_OK;
 }
 
+/* With $FG_AUDIT_DIR set: the distinct requests fracgpu's identities made (the API server's audit
+ * lines of system:serviceaccount:fracgpu-system:*) into $FG_AUDIT_DIR/<program>.audit, for test_rbac. */
+static void keep_audit(struct fg_simcluster *c)
+{
+    const char *dir = getenv("FG_AUDIT_DIR");
+    if (!dir || !*dir)
+        return;
+    char from[256], to[512];
+    snprintf(from, sizeof from, "%s/audit.log", c->work);
+    snprintf(to, sizeof to, "%s/%s.audit", dir, program_invocation_short_name);
+    struct fg_buf in = FG_BUF_INIT;
+    if (fg_buf_read_file(&in, from, NULL) != FG_OK) {
+        fprintf(stderr, "no audit log at %s\n", from);
+        return;
+    }
+    struct lh_table *seen = lh_kchar_table_new(1024, NULL);
+    struct fg_buf out = FG_BUF_INIT;
+    char *save = NULL;
+    for (char *line = strtok_r((char *)fg_buf_str(&in), "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        if (fg_str_has_prefix(line, "system:serviceaccount:fracgpu-system:") && !lh_table_lookup_entry(seen, line)) {
+            lh_table_insert(seen, line, NULL);
+            fg_buf_put_str(&out, line);
+            fg_buf_put_str(&out, "\n");
+        }
+    fg_mkdir_p(dir);
+    if (fg_write_file_atomic(to, fg_buf_str(&out), strlen(fg_buf_str(&out))) != 0)
+        fprintf(stderr, "cannot write %s\n", to);
+    lh_table_free(seen);
+    fg_buf_cleanup(&out);
+    fg_buf_cleanup(&in);
+}
+
 void fg_simcluster_stop(struct fg_simcluster *c, bool keep)
 {
     if (c->pid > 0) {
@@ -133,6 +166,7 @@ void fg_simcluster_stop(struct fg_simcluster *c, bool keep)
             nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
         }
         c->pid = 0;
+        keep_audit(c);
     }
     fg_kube_client_free(c->client);
     c->client = NULL;

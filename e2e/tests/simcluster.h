@@ -6,7 +6,9 @@
  * Everything lives in a fresh directory under /tmp (the kubeconfig, the cluster's working
  * directory with its logs and node directories, kubectl's cache); fg_simcluster_stop sends SIGTERM,
  * waits (SIGKILL after 30 s) and removes the directory, unless the caller asks to keep it or
- * $FG_KEEP_SIM is set. Every wait is bounded.
+ * $FG_KEEP_SIM is set; with $FG_AUDIT_DIR set it first keeps there, as <program>.audit, the distinct
+ * requests fracgpu's own identities made (the API server's audit log), for test_rbac. Every wait is
+ * bounded.
  */
 #ifndef FG_E2E_SIMCLUSTER_H
 #define FG_E2E_SIMCLUSTER_H
