@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,20 @@ static bool get_i64(struct reader *rd, json_object *o, const char *key, const ch
     return true;
 }
 
+/* The latest time a checkpoint may hold: the last millisecond of the year 9999. */
+#define TIME_MAX_MS 253402300799999ll
+
+/* A time: ms since 1970, before the year 10000. Anything else is no time a state was saved at, and
+ * the recommender's arithmetic on it could overflow. */
+static bool get_time(struct reader *rd, json_object *o, const char *key, const char *path, int64_t *out, bool need)
+{
+    if (!get_i64(rd, o, key, path, out, need))
+        return false;
+    if (*out < 0 || *out > TIME_MAX_MS)
+        return fail(rd, path, "not a time (ms since 1970, before the year 10000)");
+    return true;
+}
+
 static bool num_value(struct reader *rd, json_object *v, const char *path, double *out)
 {
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
@@ -136,10 +151,10 @@ static bool decode_hist(struct reader *rd, json_object *o, const char *name, str
     if (!json_object_object_get_ex(o, name, &ho) || !json_object_is_type(ho, json_type_object))
         return fail(rd, name, "missing or not an object");
     snprintf(path, sizeof path, "%s.referenceTime", name);
-    if (!get_i64(rd, ho, "referenceTime", path, &h->reference_ms, true))
+    if (!get_time(rd, ho, "referenceTime", path, &h->reference_ms, true))
         return false;
     snprintf(path, sizeof path, "%s.lastTime", name);
-    if (!get_i64(rd, ho, "lastTime", path, &h->last_ms, true))
+    if (!get_time(rd, ho, "lastTime", path, &h->last_ms, true))
         return false;
     snprintf(path, sizeof path, "%s.empty", name);
     if (!get_bool(rd, ho, "empty", path, &h->empty))
@@ -148,9 +163,13 @@ static bool decode_hist(struct reader *rd, json_object *o, const char *name, str
     snprintf(path, sizeof path, "%s.halfLifeMs", name);
     if (!get_i64(rd, ho, "halfLifeMs", path, &half_life, false))
         return false;
-    if (half_life != h->o.half_life_ms && !h->empty) /* the weights are relative to the old half-life */
-        h->reference_ms = h->last_ms - (int64_t)((double)(h->last_ms - h->reference_ms) * (double)h->o.half_life_ms /
-                                                 (double)(half_life > 0 ? half_life : 1));
+    if (half_life != h->o.half_life_ms && !h->empty) { /* the weights are relative to the old half-life */
+        double back = (double)(h->last_ms - h->reference_ms) * (double)h->o.half_life_ms /
+                      (double)(half_life > 0 ? half_life : 1);
+        if (!(back <= (double)h->last_ms && back >= (double)(h->last_ms - TIME_MAX_MS)))
+            return fail(rd, path, "weights this policy's half-life cannot carry over");
+        h->reference_ms = h->last_ms - (int64_t)back;
+    }
     snprintf(path, sizeof path, "%s.buckets", name);
     if (!json_object_object_get_ex(ho, "buckets", &buckets) || !json_object_is_type(buckets, json_type_object))
         return fail(rd, path, "missing or not an object");
@@ -191,6 +210,8 @@ enum fg_err fg_checkpoint_decode(json_object *obj, struct fg_rec_state *s, char 
     json_object *peaks = NULL;
     if (!get_i64(&rd, obj, "slotMs", "slotMs", &slot_ms, true))
         return rd.err;
+    if (slot_ms <= 0)
+        return fg_errmsg(errmsg, FG_E_PARSE, "checkpoint slotMs: not positive");
     if (!json_object_object_get_ex(obj, "peaks", &peaks) || !json_object_is_type(peaks, json_type_array))
         return fg_errmsg(errmsg, FG_E_PARSE, "checkpoint peaks: missing or not an array");
     for (int i = 0; i < FG_REC_PEAK_SLOTS; i++)
@@ -204,6 +225,8 @@ enum fg_err fg_checkpoint_decode(json_object *obj, struct fg_rec_state *s, char 
             return rd.err ? rd.err : fg_errmsg(errmsg, FG_E_PARSE, "checkpoint peaks[]: not an object");
         if (slot < 0)
             return fg_errmsg(errmsg, FG_E_PARSE, "checkpoint peaks[].slot: negative");
+        if (slot > INT64_MAX / slot_ms)
+            return fg_errmsg(errmsg, FG_E_PARSE, "checkpoint peaks[].slot: beyond any time");
         /* slots of another length (the policy's window changed) are mapped onto this state's by their start */
         int64_t mine = slot_ms == t.slot_ms ? slot : slot * slot_ms / t.slot_ms;
         struct fg_rec_peak *at = &t.peaks[mine % FG_REC_PEAK_SLOTS];
@@ -211,8 +234,8 @@ enum fg_err fg_checkpoint_decode(json_object *obj, struct fg_rec_state *s, char 
             *at = (struct fg_rec_peak){ mine, mib };
     }
     json_object *refused = NULL, *bump = NULL, *applied = NULL;
-    if (!get_i64(&rd, obj, "firstSample", "firstSample", &t.first_ms, true) ||
-        !get_i64(&rd, obj, "lastSample", "lastSample", &t.last_ms, true) ||
+    if (!get_time(&rd, obj, "firstSample", "firstSample", &t.first_ms, true) ||
+        !get_time(&rd, obj, "lastSample", "lastSample", &t.last_ms, true) ||
         !get_i64(&rd, obj, "samples", "samples", &samples, true) || !get_i64(&rd, obj, "ooms", "ooms", &ooms, false) ||
         !get_i64(&rd, obj, "overuses", "overuses", &overuses, false))
         return rd.err;
@@ -234,7 +257,7 @@ enum fg_err fg_checkpoint_decode(json_object *obj, struct fg_rec_state *s, char 
     t.bump_from_oom = false;
     if (json_object_object_get_ex(obj, "bump", &bump) &&
         (!get_num(&rd, bump, "mib", "bump.mib", &t.bump_mib) ||
-         !get_i64(&rd, bump, "time", "bump.time", &t.bump_ms, true) ||
+         !get_time(&rd, bump, "time", "bump.time", &t.bump_ms, true) ||
          !get_bool(&rd, bump, "fromOOM", "bump.fromOOM", &t.bump_from_oom)))
         return rd.err;
     t.applied = (struct fg_rec_applied){ 0 };
@@ -242,7 +265,7 @@ enum fg_err fg_checkpoint_decode(json_object *obj, struct fg_rec_state *s, char 
         t.applied.set = true;
         if (!get_i64(&rd, applied, "computeMilli", "applied.computeMilli", &t.applied.compute_milli, true) ||
             !get_i64(&rd, applied, "memoryMiB", "applied.memoryMiB", &t.applied.memory_mib, true) ||
-            !get_i64(&rd, applied, "since", "applied.since", &t.applied.since_ms, true))
+            !get_time(&rd, applied, "since", "applied.since", &t.applied.since_ms, true))
             return rd.err;
         if (t.applied.compute_milli < 1 || t.applied.compute_milli > 1000 || t.applied.memory_mib < 0)
             return fg_errmsg(errmsg, FG_E_PARSE, "checkpoint applied: outside one GPU");

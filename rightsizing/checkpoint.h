@@ -14,9 +14,9 @@
  *
  * The histograms' bucket layout is not stored: it follows from the policy (recommender.c), and a
  * checkpoint is restored into a state made for the workload's current policy. Buckets beyond the
- * layout, weights that are negative or not finite, and members of the wrong type are refused with a
- * message naming the member; the caller then starts afresh and says so (never a crash, never a
- * state half restored).
+ * layout, weights that are negative or not finite, times outside 1970 to 9999, a slot length that is
+ * not positive, and members of the wrong type are refused with a message naming the member; the
+ * caller then starts afresh and says so (never a crash, never a state half restored).
  */
 #ifndef FG_RIGHTSIZING_CHECKPOINT_H
 #define FG_RIGHTSIZING_CHECKPOINT_H

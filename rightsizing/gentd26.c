@@ -3,9 +3,9 @@
  *
  * Every row of both files is read into one array (pod hash, kind, time, value), sorted by hash,
  * kind and time, and cut into series; times become seconds after the earliest sample of either
- * file. A row is refused unless its hash is 32 hex digits, its time a number and its value a
- * finite number from 0 (at most 100 for a utilization). Reading files (plain or compressed) is
- * gentd26_file.c's.
+ * file. A row is refused unless its hash is 32 hex digits, its time a number of seconds (within
+ * 1e15 of 0, so that no time or period of a series overflows) and its value a finite number from 0
+ * (at most 100 for a utilization). Reading files (plain or compressed) is gentd26_file.c's.
  */
 #include "rightsizing/gentd26.h"
 
@@ -22,6 +22,8 @@
 #include "base/mem.h"
 
 #define STEP_S 60                       /* the trace samples about once a minute */
+#define TIME_MAX_S 1e15                 /* |timestamp_anon| bound: far past any trace, and series times
+                                           (differences of two) and periods stay far inside int64 */
 
 enum kind { UTIL, MEM };
 
@@ -47,6 +49,12 @@ static bool number(const char *s, double *out)
         return false;
     *out = v;
     return true;
+}
+
+/* A timestamp_anon cell: a number of seconds within TIME_MAX_S of 0. */
+static bool time_cell(const char *s, double *out)
+{
+    return number(s, out) && fabs(*out) <= TIME_MAX_S;
 }
 
 static bool hash_id(const char *s)
@@ -92,8 +100,9 @@ static enum fg_err read_file(struct rows *rows, const char *text, const char *or
         const char *value = cells[col[0]], *time = cells[col[1]], *id = cells[col[2]];
         if ((err = value_cell(&r, "value", value, kind, &row.v, errmsg)))
             break;
-        if (!number(time, &row.t))
-            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: timestamp_anon '%s' is not a number", origin, r.line, time);
+        if (!time_cell(time, &row.t))
+            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: timestamp_anon '%s' is not a number of seconds (at most "
+                            "1e15 either side of 0)", origin, r.line, time);
         else if (!hash_id(id))
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: container_ip '%s' is not %d hex digits", origin, r.line, id,
                             FG_GENTD26_ID_LEN);
@@ -118,8 +127,9 @@ static enum fg_err read_combined(struct rows *rows, const char *text, const char
     while (!err && !(err = fg_csv_next(&r, cells, &more, errmsg)) && more) {
         const char *time = cells[col[0]], *id = cells[col[1]], *util = cells[col[2]], *mem = cells[col[3]];
         struct row row = { .kind = UTIL };
-        if (!number(time, &row.t))
-            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: timestamp_anon '%s' is not a number", origin, r.line, time);
+        if (!time_cell(time, &row.t))
+            err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: timestamp_anon '%s' is not a number of seconds (at most "
+                            "1e15 either side of 0)", origin, r.line, time);
         else if (!hash_id(id))
             err = fg_errmsg(errmsg, FG_E_PARSE, "%s:%d: container_ip '%s' is not %d hex digits", origin, r.line, id,
                             FG_GENTD26_ID_LEN);
@@ -203,7 +213,8 @@ enum fg_err fg_gentd26_parse(struct fg_gentd26 *t, const char *util_csv, const c
         err = read_file(&rows, mem_csv, mem_origin, MEM, errmsg);
     t->mem_rows = rows.n - t->util_rows;
     if (!err) {
-        qsort(rows.v, rows.n, sizeof *rows.v, row_order);
+        if (rows.n) /* files without rows leave rows.v NULL, which qsort may not be given */
+            qsort(rows.v, rows.n, sizeof *rows.v, row_order);
         build(t, &rows);
     } else {
         t->util_rows = t->mem_rows = 0;
@@ -221,7 +232,8 @@ enum fg_err fg_gentd26_parse_combined(struct fg_gentd26 *t, const char *csv, con
     if (!err) {
         t->util_rows = nutil;
         t->mem_rows = rows.n - nutil;
-        qsort(rows.v, rows.n, sizeof *rows.v, row_order);
+        if (rows.n)
+            qsort(rows.v, rows.n, sizeof *rows.v, row_order);
         build(t, &rows);
     }
     free(rows.v);

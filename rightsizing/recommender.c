@@ -186,10 +186,11 @@ void fg_rec_usage(const struct fg_rec_state *s, const struct fg_rec_opts *o, int
     };
 }
 
+/* v rounded up into [lo, hi], compared as a double first: v may be huge, infinite or NaN (NaN: lo). */
 static int64_t clamp(double v, int64_t lo, int64_t hi)
 {
-    int64_t x = (int64_t)ceil(v - 1e-9);
-    return x < lo ? lo : x > hi ? hi : x;
+    double x = ceil(v - 1e-9);
+    return !(x > (double)lo) ? lo : x >= (double)hi ? hi : (int64_t)x;
 }
 
 void fg_rec_recommend(const struct fg_rec_state *s, const struct fg_rec_opts *o, int64_t now_ms,

@@ -132,7 +132,8 @@ enum fg_err fg_sched_trace_parse_pods(struct fg_sched_trace *t, const char *text
     if (err)
         goto out_free_rows;
     t->pods = fg_realloc(t->pods, (t->n_pods + n + 1) * sizeof *t->pods);
-    memcpy(t->pods + t->n_pods, rows, n * sizeof *rows);
+    if (n) /* rows is NULL for a list of no pods, which memcpy may not be given */
+        memcpy(t->pods + t->n_pods, rows, n * sizeof *rows);
     t->n_pods += n;
     n = 0;
 out_free_rows:
@@ -177,7 +178,8 @@ enum fg_err fg_sched_trace_parse_nodes(struct fg_sched_trace *t, const char *tex
     if (err)
         goto out_free_rows;
     t->nodes = fg_realloc(t->nodes, (t->n_nodes + n + 1) * sizeof *t->nodes);
-    memcpy(t->nodes + t->n_nodes, rows, n * sizeof *rows);
+    if (n)
+        memcpy(t->nodes + t->n_nodes, rows, n * sizeof *rows);
     t->n_nodes += n;
     n = 0;
 out_free_rows:
