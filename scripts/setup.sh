@@ -22,6 +22,8 @@ packages=(
   python3-kubernetes     # the official Python client, a second real client of the test API server
   python3-yaml           # tests that compare YAML documents
   python3-grpcio         # gRPC's own implementation, the other end of nodeagent/grpc's interop test
+  clang libclang-rt-dev  # libFuzzer and its sanitizer runtimes: the fuzz targets of fuzz/
+  valgrind               # one end-to-end scenario with the operator under valgrind
 )
 
 missing=()
