@@ -12,7 +12,9 @@
  *     the admission webhook gives new pods the recommendation in Initial and Auto mode, none in Off;
  *   - in Auto mode rolls the pods whose allocation is not the recommendation's, one at a time, through
  *     the Eviction API (so PodDisruptionBudgets are honoured; a refusal is asked again next interval),
- *     only while every other pod of the workload is Ready and when it has at least min_replicas;
+ *     only while every other pod of the workload is Ready and when it has at least min_replicas, and
+ *     only once the GPUWorkload's status says new pods get it (never for a workload that fixes its
+ *     fraction, whose replacements would get the fixed fraction again);
  *   - keeps the state in the workload's GPUCheckpoint (created, then replaced every checkpoint
  *     interval while samples arrive), restored when the GPUWorkload is first seen again: after an
  *     operator restart or a delete-and-recreate of the workload;

@@ -6,6 +6,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "operator/kube/quantity.h"
 #include "operator/kube/resource.h"
 #include "reconcilers/allocation.h"
 #include "reconcilers/podcontract.h"
@@ -15,6 +16,7 @@
 
 /* What the walk learns of the workload's pods. */
 struct walk {
+    bool rolls;                            /* new pods get the applied allocation: stale pods may be rolled */
     size_t live, unsettled;
     char stale_name[254], stale_uid[64];   /* the first pod whose allocation is not the applied one */
 };
@@ -86,7 +88,7 @@ static void visit_pod(struct fg_rightsizer *r, struct rs_workload *w, json_objec
     int64_t gpu = gpu_memory_of(r, pod);
     if (gpu > 0 && (!w->gpu_memory_mib || gpu < w->gpu_memory_mib))
         w->gpu_memory_mib = gpu;
-    if (!k->stale_name[0] && w->st.applied.set && !holds_applied(w, pod)) {
+    if (!k->stale_name[0] && k->rolls && !holds_applied(w, pod)) {
         snprintf(k->stale_name, sizeof k->stale_name, "%s", fg_json_get_str(pod, "metadata", "name", NULL));
         snprintf(k->stale_uid, sizeof k->stale_uid, "%s", fg_json_get_str(pod, "metadata", "uid", NULL));
     }
@@ -135,12 +137,38 @@ static void evict(struct fg_rightsizer *r, struct rs_workload *w, json_object *g
     free(path);
 }
 
+/* The allocation the workload's new pods get, as its GPUWorkload's status says (the workload
+ * reconciler writes it as the webhook decides: the workload's fixed fraction where it sets one, else
+ * the recommendation); false when the status does not say, or not readably. */
+static bool next_allocation(json_object *gw, struct fg_allocation *out)
+{
+    const char *c = fg_json_get_str(gw, "status", "allocation", "compute", NULL);
+    const char *m = fg_json_get_str(gw, "status", "allocation", "memory", NULL);
+    int64_t compute = 0, memory = 0;
+    if (!c || !m || fg_quantity_parse(c, &compute, NULL) != FG_OK ||
+        (strcmp(m, FG_ALLOC_WHOLE_MEMORY) != 0 && fg_quantity_parse(m, &memory, NULL) != FG_OK))
+        return false;
+    out->compute_milli = compute;
+    out->memory_mib = memory / FG_MIB_MILLI + (memory % FG_MIB_MILLI != 0);
+    return true;
+}
+
+/* Whether rolling a stale pod brings it the applied allocation: only when new pods get it. A workload
+ * that fixes its fraction (fracgpu.io/gpu-compute, gpu-memory) keeps a history and a recommendation,
+ * but its replacements would get the fixed fraction again, and be rolled again, for ever. */
+static bool rolls_to_applied(const struct rs_workload *w, json_object *gw)
+{
+    struct fg_allocation next;
+    return w->st.applied.set && next_allocation(gw, &next) && next.compute_milli == w->st.applied.compute_milli &&
+           next.memory_mib == w->st.applied.memory_mib;
+}
+
 void rs_pods_walk(struct fg_rightsizer *r, struct rs_workload *w, json_object *gw, int64_t now_ms)
 {
     struct fg_kobj_list l = { 0 };
     if (fg_store_by_index(fg_informer_store(r->pods_inf), NS_INDEX, w->ns, &l) != FG_OK)
         return;
-    struct walk k = { 0 };
+    struct walk k = { .rolls = rolls_to_applied(w, gw) };
     for (size_t i = 0; i < l.n; i++) {
         if (!strstr(fg_kobj_text(l.items[i], NULL), w->name))
             continue;   /* cheaply: not one of its pods */
