@@ -110,15 +110,67 @@ static void answer(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
     p->audit_at_ns = fg_clock_mono_ns() + AUDIT_AFTER_GRANT_NS;
 }
 
+/* ---- refusals made unseen ---- */
+
+/* Notes a refusal whose pod the plugin could not name (the oldest goes when they are too many). */
+static void unseen_push(struct fg__dp *p, uint64_t now)
+{
+    if (p->nunseen == FG_DP_UNSEEN_MAX) {
+        memmove(p->unseen_ns, p->unseen_ns + 1, (FG_DP_UNSEEN_MAX - 1) * sizeof(*p->unseen_ns));
+        p->nunseen--;
+    }
+    p->unseen_ns[p->nunseen++] = now;
+}
+
+static void unseen_pop(struct fg__dp *p)
+{
+    if (p->nunseen)
+        memmove(p->unseen_ns, p->unseen_ns + 1, --p->nunseen * sizeof(*p->unseen_ns));
+}
+
+/* Refusals whose pod was never seen failed stop counting after the TTL (it went before its kubelet
+ * wrote its status, say): they hold the node's admissions back, and must not do so for ever. */
+static void unseen_expire(struct fg__dp *p, uint64_t now)
+{
+    while (p->nunseen && now - p->unseen_ns[0] >= FG_DP_UNSEEN_TTL_NS)
+        unseen_pop(p);
+}
+
+void fg__dp_unseen_failed(struct fg__dp *p, json_object *pod)
+{
+    const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
+    const char *msg = fg_json_get_str(pod, "status", "message", NULL);
+    if (!p->nunseen || !uid || !msg || !strstr(msg, FG_DP_UNSEEN_MARK))
+        return;
+    size_t kept = p->nunseen_failed < FG_DP_UNSEEN_MAX ? p->nunseen_failed : FG_DP_UNSEEN_MAX;
+    for (size_t i = 0; i < kept; i++)
+        if (strcmp(p->unseen_failed[i], uid) == 0)
+            return;
+    snprintf(p->unseen_failed[p->nunseen_failed++ % FG_DP_UNSEEN_MAX], sizeof(p->unseen_failed[0]), "%s", uid);
+    unseen_pop(p);
+    fg_log(FG_LOG_INFO, COMPONENT, "pod %s/%s failed on a refusal made unseen (%zu more to account for)",
+           fg_json_get_str(pod, "metadata", "namespace", NULL), fg_json_get_str(pod, "metadata", "name", NULL),
+           p->nunseen);
+}
+
+/* ---- refusals ---- */
+
+/* Refuses held call i. A refusal with a waiting pod named (one whose grant failed) fails that pod; any
+ * other fails a pod the plugin cannot name, and is noted as made unseen. */
 static void refuse(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
 {
     struct fg__dp_pending *h = &p->pending[i];
     const char *keyless = fg_grant_watch_problem(p->keys);
+    bool unseen = pick->outcome != FG_DP_PICK_REFUSED;
     struct fg_buf msg;
     fg_buf_init(&msg, 0);
     enum fg_err err = fg_buf_printf(&msg, "fracgpu: no pod waiting on node %s carries a valid " FG_ANN_GRANT, p->o.node);
     if (!err && keyless[0])
         err = fg_buf_printf(&msg, " (%s)", keyless);
+    if (!err && unseen)
+        err = fg_buf_printf(&msg, " (" FG_DP_UNSEEN_MARK ")");
+    if (unseen)
+        unseen_push(p, fg_clock_mono_ns());
     for (size_t r = 0; r < pick->nrefused; r++) {
         if (!err)
             err = fg_buf_printf(&msg, "%s %s/%s: %s", r ? ";" : ":",
@@ -141,13 +193,16 @@ void fg__dp_decide_pending(struct fg__dp *p)
     if (p->auditing || !p->npending)
         return;
     uint64_t now = fg_clock_mono_ns();
+    unseen_expire(p, now);
     for (size_t i = 0; i < p->npending;) {
         struct fg_dp_node_view v;
         fg__dp_view_waiting(p, &v);
         struct fg_dp_pick pick;
         fg_dp_pick_pod(&v, &p->ledger, &pick);
         size_t before = p->npending;
-        if (pick.outcome == FG_DP_PICK_GRANTED)
+        /* while a refusal made unseen is not accounted for, the first pod waiting may be the one it
+         * failed: nothing is served until it is (or the call's time runs out) */
+        if (pick.outcome == FG_DP_PICK_GRANTED && !p->nunseen)
             answer(p, i, &pick);
         else if (now >= p->pending[i].deadline_ns)
             refuse(p, i, &pick);

@@ -31,7 +31,7 @@
 static const char *const pod_fields[] = {
     "metadata.annotations", "metadata.creationTimestamp", "metadata.deletionTimestamp", "spec.nodeName",
     "spec.containers[].name", "spec.containers[].resources", "spec.initContainers[].resources", "status.phase",
-    NULL,
+    "status.message", NULL,
 };
 
 /* ---- GPUs and ListAndWatch ---- */
@@ -386,21 +386,11 @@ uint64_t fg__dp_seq(void *ud, json_object *pod)
     return UINT64_MAX;
 }
 
-static void pod_added(void *ud, struct fg_kobj *obj)
+/* A pod that ended has no devices any more (the kubelet gives them to the next pod); one that has just
+ * failed (failed_before: it had already) may be the pod of a refusal made unseen. A relist shows a pod
+ * that ended meanwhile as an add. */
+static void note_ended(struct fg__dp *p, struct fg_kobj *obj, bool failed_before)
 {
-    note_bound(ud, obj);
-    pod_changed(ud, obj);
-}
-
-/* A pod that ended has no devices any more (the kubelet gives them to the next pod); a pod replaced by
- * one of the same name (seen as an update after a relist) is another pod. */
-static void pod_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
-{
-    struct fg__dp *p = ud;
-    if (strcmp(fg_kobj_uid(old), fg_kobj_uid(obj)) != 0) {
-        fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(old));
-        forget_bound(p, fg_kobj_uid(old));
-    }
     const char *text = fg_kobj_text(obj, NULL);
     json_object *pod = NULL;
     if ((strstr(text, "\"phase\":\"Succeeded\"") || strstr(text, "\"phase\":\"Failed\"")) &&
@@ -408,8 +398,28 @@ static void pod_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
         const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
         if (fg_str_eq(phase, "Succeeded") || fg_str_eq(phase, "Failed"))
             fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(obj));
+        if (fg_str_eq(phase, "Failed") && !failed_before)
+            fg__dp_unseen_failed(p, pod);
         json_object_put(pod);
     }
+}
+
+static void pod_added(void *ud, struct fg_kobj *obj)
+{
+    note_ended(ud, obj, false);
+    note_bound(ud, obj);
+    pod_changed(ud, obj);
+}
+
+/* A pod replaced by one of the same name (seen as an update after a relist) is another pod. */
+static void pod_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    struct fg__dp *p = ud;
+    if (strcmp(fg_kobj_uid(old), fg_kobj_uid(obj)) != 0) {
+        fg_dp_ledger_drop(&p->ledger, fg_kobj_uid(old));
+        forget_bound(p, fg_kobj_uid(old));
+    }
+    note_ended(p, obj, strstr(fg_kobj_text(old, NULL), "\"phase\":\"Failed\"") != NULL);
     note_bound(p, obj);
     pod_changed(ud, obj);
 }

@@ -26,6 +26,11 @@
 #define FG_DP_GPUS_MAX 64
 #define FG_DP_WATCHERS_MAX 8
 #define FG_DP_PENDING_MAX 16
+/* Refusals whose pod the plugin could not name, kept until that pod is seen failed or for the TTL. */
+#define FG_DP_UNSEEN_MAX 16
+#define FG_DP_UNSEEN_TTL_NS (10 * FG_NS_PER_S)
+/* Said in such a refusal, which the kubelet copies into the status of the pod it fails. */
+#define FG_DP_UNSEEN_MARK "refused unseen: this node's pods are not all seen yet"
 
 struct fg__dp_pending {
     struct fg_grpc_call *call;
@@ -69,6 +74,16 @@ struct fg__dp {
     uint64_t next_seq;
     struct fg__dp_pending pending[FG_DP_PENDING_MAX];
     size_t npending;
+    /* Refusals made while the plugin could not tell which pod the kubelet was admitting (nothing it
+     * knew of was waiting: its watch lags the kubelet's): the kubelet failed a pod that this node's
+     * watch may show waiting later, and serving the first waiting pod then would hand that failed
+     * pod's grant to the next pod admitted, and every reply after it to the pod after its own. While
+     * one is not accounted for (the failed pod seen, its status naming FG_DP_UNSEEN_MARK), nothing is
+     * served. Oldest first. */
+    uint64_t unseen_ns[FG_DP_UNSEEN_MAX];
+    size_t nunseen;
+    char unseen_failed[FG_DP_UNSEEN_MAX][64]; /* UIDs of failed pods already counted (a ring) */
+    size_t nunseen_failed;
 
     struct fg_grpc_client *podres;
     bool auditing, audit_again;
@@ -102,5 +117,8 @@ void fg__dp_decide_pending(struct fg__dp *p);
 void fg__dp_audit(struct fg__dp *p);
 /* Refuses every held Allocate (the plugin stops). */
 void fg__dp_pending_abort(struct fg__dp *p);
+/* A pod of this node seen Failed (pod parsed): accounts for one refusal made unseen when its status
+ * says it was failed by one. */
+void fg__dp_unseen_failed(struct fg__dp *p, json_object *pod);
 
 #endif

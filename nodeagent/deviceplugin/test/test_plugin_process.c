@@ -13,7 +13,11 @@
  *   - a kubelet restart (sockets removed, kubelet.sock re-created) leads to a new registration;
  *   - a restarted agent adopts the pods it had granted (none removed), detects CDI in --cdi-spec-dirs
  *     and answers with the CDI device; an mps tenant gets its GPU's MPS pipe and limits;
- *   - a key rotation keeps grants of the previous key valid; a deleted key Secret refuses everything.
+ *   - a key rotation keeps grants of the previous key valid; a deleted key Secret refuses everything;
+ *   - a pod the kubelet admits before the agent's watch shows it is refused, saying so; shown bound at
+ *     last, it is not served to the next pod admitted (which would then hold its GPU, and every pod
+ *     after it the grant of the one before): Allocate waits until the kubelet's failure of that pod
+ *     is seen.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,6 +205,24 @@ static void place(const char *name, const char *for_uid, const char *gpu, const 
     free(patch), free(path);
     /* a kubelet admits a pod once its own watch shows it bound; give the agent's watch as long */
     fg_test_sleep_ms(200);
+}
+
+/* What the kubelet writes on a pod whose admission failed: phase Failed, UnexpectedAdmissionError and
+ * the plugin's answer in kube's words. */
+static void fail_admission(const char *name, const char *answer)
+{
+    char *message = fg_asprintf("Allocate failed due to rpc error: code = PermissionDenied desc = %s, which is "
+                                "unexpected",
+                                answer);
+    json_object *patch = json_object_new_object(), *st = fg_json_ensure_obj(patch, "status");
+    json_object_object_add(st, "phase", json_object_new_string("Failed"));
+    json_object_object_add(st, "reason", json_object_new_string("UnexpectedAdmissionError"));
+    json_object_object_add(st, "message", json_object_new_string(message));
+    char *path = fg_asprintf("/api/v1/namespaces/" NS "/pods/%s/status", name);
+    assert_int_equal(fg_kube_patch(E.h.client, path, FG_KUBE_PATCH_MERGE, json_object_to_json_string(patch), NULL, NULL),
+                     FG_OK);
+    json_object_put(patch);
+    free(path), free(message);
 }
 
 static bool pod_exists(const char *name)
@@ -576,11 +598,48 @@ static void restarts_forms_and_keys(void **state)
     assert_non_null(strstr(k.message, "was deleted"));
 }
 
+static void refusal_unseen(void **state)
+{
+    (void)state;
+    put_secret(key1, NULL);
+    agent_start("envvar");
+    wait_registered(0);
+
+    /* the kubelet's watch is ahead of the agent's: it admits a pod the agent has not seen */
+    struct admission late = admit("late", "5f2c1d9e-1111-4111-8111-000000000001");
+    assert_int_equal(late.status, FG_GRPC_PERMISSION_DENIED);
+    assert_non_null(strstr(late.message, "refused unseen"));
+    /* the agent's watch catches up: "late" shows bound and granted, but the kubelet failed it */
+    char lu[64], nu[64];
+    make_pod("late", lu);
+    place("late", lu, GPU2, key1, "timeslice");
+    make_pod("next", nu);
+    place("next", nu, GPU1, key1, "timeslice");
+    struct admission next = admit("next", nu);
+    if (next.status == FG_GRPC_OK)
+        fail_msg("pod next was served %s (the grant of the failed pod late on GPU2: a swap)", next.env_visible);
+    assert_int_equal(next.status, FG_GRPC_PERMISSION_DENIED);
+    assert_non_null(strstr(next.message, "refused unseen"));
+    /* the kubelet's failures reach the agent: admissions go on as before */
+    fail_admission("late", late.message);
+    fail_admission("next", next.message);
+    char u2[64];
+    make_pod("next-2", u2);
+    place("next-2", u2, GPU1, key1, "timeslice");
+    struct admission a = admit("next-2", u2);
+    if (a.status != FG_GRPC_OK)
+        dump_log();
+    assert_int_equal(a.status, FG_GRPC_OK);
+    assert_string_equal(a.env_visible, GPU1);
+    assert_true(log_has("failed on a refusal made unseen"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(grants_and_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(restarts_forms_and_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(refusal_unseen, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
