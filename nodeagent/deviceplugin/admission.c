@@ -256,6 +256,32 @@ static bool same_reply(const struct fg_dp_entry *e, const struct fg_grant *g, js
            e->memory_mib == g->memory_mib && e->mps == mps_of(pod);
 }
 
+/* Whether every device of holding h is one the entry recorded: the pod holds what its own reply went
+ * with. */
+static bool holds_own(const struct fg_dp_entry *e, const struct fg_dp_holding *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        bool found = false;
+        for (size_t j = 0; j < e->ndevices && !found; j++)
+            found = strcmp(e->device_ids[j], h->device_ids[i]) == 0;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+/* The first device of h that is not a slot of gpu_uuid ("<uuid>::<n>"), or NULL. The kubelet picks a
+ * pod's slots by GetPreferredAllocation, which the plugin answers with slots of the GPU its reply
+ * names: a pod holding another GPU's slot was given the reply computed for another pod. */
+static const char *off_gpu(const struct fg_dp_holding *h, const char *gpu_uuid)
+{
+    size_t n = strlen(gpu_uuid);
+    for (size_t i = 0; i < h->n; i++)
+        if (strncmp(h->device_ids[i], gpu_uuid, n) != 0 || strncmp(h->device_ids[i] + n, "::", 2) != 0)
+            return h->device_ids[i];
+    return NULL;
+}
+
 void fg_dp_ledger_audit(struct fg_dp_ledger *l, const struct fg_dp_node_view *v, const struct fg_dp_holding *h,
                         size_t nh, struct fg_dp_audit *out)
 {
@@ -283,18 +309,30 @@ void fg_dp_ledger_audit(struct fg_dp_ledger *l, const struct fg_dp_node_view *v,
             fg_dp_ledger_drop(l, e->uid);
             out->robbed++;
         }
-        if (settled || entry_named(l, h[i].ns, h[i].name) || h[i].n == 0 || !pod)
+        if (settled || h[i].n == 0 || !pod)
             continue; /* (a pod not in the cache yet: the next audit decides) */
+        const struct fg_dp_entry *own = entry_named(l, h[i].ns, h[i].name);
+        if (own) {
+            /* devices no entry records, while its own reply went with others: it got a reply whose
+             * entry a later grant of the same pod replaced (a chain of robbed pods served again) */
+            if (!holds_own(own, &h[i]))
+                impostor(l, out, i, pod, "holds device %s, while the reply for it went with %s", h[i].device_ids[0],
+                         own->ndevices ? own->device_ids[0] : "no device");
+            continue;
+        }
         const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
         char msg[FG_ERRMSG_MAX] = "";
         const char *value = fg_grant_of_pod(pod, &g, msg);
         enum fg_grant_verdict verdict = value ? fg_grant_verify(&g, value, v->keys) : FG_GRANT_MISSING;
+        const char *elsewhere = value ? off_gpu(&h[i], g.gpu_uuid) : NULL;
         if (condemned(l, uid))
             impostor(l, out, i, pod, "holds %s devices it was not granted%s", FG_RES_GPU_SHARE,
                      " (an audit found it holding another pod's)");
         else if (verdict == FG_GRANT_MISSING || verdict == FG_GRANT_MALFORMED)
             impostor(l, out, i, pod, "holds %s devices without a grant: %s", FG_RES_GPU_SHARE,
                      value ? fg_grant_verdict_name(verdict) : msg);
+        else if (elsewhere)
+            impostor(l, out, i, pod, "holds device %s, not a slot of %s, the GPU of its grant", elsewhere, g.gpu_uuid);
         else {
             fg_dp_ledger_put(l, h[i].ns, h[i].name, &g, mps_of(pod), h[i].device_ids, h[i].n);
             out->adopted++;

@@ -21,9 +21,14 @@
  *     the entry moves to the holder. Otherwise the holder is named (evicted at once) and the robbed
  *     pod loses its entry, so its own Allocate, when it comes, is served;
  *   - a pod holding fracgpu devices the ledger does not know is adopted (the agent restarted: a
- *     restart loses nothing), unless it was named before or carries no grant at all. Its grant is not
- *     verified again: a key rotated since, keys not loaded yet or a GPU gone unhealthy are no evidence
- *     of theft, and while the agent is down no pod can get a device.
+ *     restart loses nothing), unless it was named before, carries no grant at all, or holds a slot of
+ *     another GPU than its grant names (the kubelet takes the slots GetPreferredAllocation offers,
+ *     those of the GPU of the reply: such a pod got the reply computed for another pod). Its grant is
+ *     not verified again: a key rotated since, keys not loaded yet or a GPU gone unhealthy are no
+ *     evidence of theft, and while the agent is down no pod can get a device;
+ *   - a pod the ledger has an entry for that holds devices the entry does not record got another
+ *     pod's reply, whose own entry a later grant replaced (a robbed pod served again, and the pod it
+ *     was served to robbed in turn): it is named.
  * Entries leave the ledger when their pod ends or goes (the kubelet frees its devices); a device given
  * to a new pod leaves any older entry.
  *

@@ -5,7 +5,9 @@
  * may be admitted again — unless the holder's own grant asks for the very reply it got, when only the
  * bookkeeping moves; after a restart, holders with grants are adopted whatever the keys or the GPU's
  * health say now, and holders without one named. Init containers never get a share; the watch's order
- * decides between pods created in the same second; a device given to a new pod leaves the old entry. */
+ * decides between pods created in the same second; a device given to a new pod leaves the old entry.
+ * A robbed pod served again loses nothing of the trail: one that holds devices its entry does not
+ * record, or a pod unknown to the ledger holding another GPU's slot than its grant names, is named. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -335,6 +337,35 @@ static void adoption_needs_no_fresh_verdict(void **state)
     assert_int_equal(au.nimpostors, 0);
 }
 
+static void robbed_chains_are_named(void **state)
+{
+    struct world *w = *state;
+    w->pods[w->n++] = pod("a", "uid-a", 1, GPU1, NULL, NULL);
+    w->pods[w->n++] = pod("b", "uid-b", 2, GPU2, NULL, NULL);
+    w->pods[w->n++] = pod("d", "uid-d", 3, GPU2, NULL, NULL);
+    struct fg_dp_node_view v = view_of(w);
+    /* a's reply (GPU1) went to b, then a's entry was replaced when a was served again elsewhere: b
+     * holds a device no entry records, while its own reply went with another */
+    const char *mine[] = { GPU2 "::1" }, *held[] = { GPU1 "::5" }, *again[] = { GPU1 "::6" };
+    allocated(w, "uid-a", "a", GPU1, held, 1);
+    allocated(w, "uid-b", "b", GPU2, mine, 1);
+    allocated(w, "uid-a", "a", GPU1, again, 1);
+    struct fg_dp_holding h[] = { { "ml", "b", held, 1 } };
+    struct fg_dp_audit au;
+    fg_dp_ledger_audit(&w->ledger, &v, h, 1, &au);
+    assert_int_equal(au.nimpostors, 1);
+    assert_ptr_equal(au.impostor_pods[0], w->pods[1]);
+    assert_non_null(strstr(au.why[0], "while the reply for it went with " GPU2 "::1"));
+    /* d, which the ledger does not know, holds a slot of GPU1 while its grant names GPU2: not adopted */
+    const char *off[] = { GPU1 "::7" };
+    struct fg_dp_holding h2[] = { { "ml", "d", off, 1 } };
+    fg_dp_ledger_audit(&w->ledger, &v, h2, 1, &au);
+    assert_int_equal(au.adopted, 0);
+    assert_int_equal(au.nimpostors, 1);
+    assert_non_null(strstr(au.why[0], "not a slot of " GPU2));
+    assert_null(fg_dp_ledger_get(&w->ledger, "uid-d"));
+}
+
 static void devices_move_with_grants(void **state)
 {
     struct world *w = *state;
@@ -358,6 +389,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(watch_order, setup, teardown),
         cmocka_unit_test_setup_teardown(swaps_between_granted_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(adoption_needs_no_fresh_verdict, setup, teardown),
+        cmocka_unit_test_setup_teardown(robbed_chains_are_named, setup, teardown),
         cmocka_unit_test_setup_teardown(devices_move_with_grants, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
