@@ -141,36 +141,12 @@ static void audit(struct run *r, const uint8_t *msg, size_t len)
     V1__ListPodResourcesResponse *resp = v1__list_pod_resources_response__unpack(NULL, len, msg);
     if (!resp)
         return;
-    /* every pod's fracgpu.io/gpu-share devices, all containers together, as the plugin collects them */
-    size_t np = resp->n_pod_resources;
-    struct fg_dp_holding *h = fg_calloc(np ? np : 1, sizeof *h);
-    const char ***ids = fg_calloc(np ? np : 1, sizeof *ids);
-    size_t nh = 0;
-    for (size_t i = 0; i < np; i++) {
-        const V1__PodResources *pr = resp->pod_resources[i];
-        size_t n = 0;
-        for (size_t c = 0; c < pr->n_containers; c++)
-            for (size_t d = 0; d < pr->containers[c]->n_devices; d++)
-                if (strcmp(pr->containers[c]->devices[d]->resource_name, FG_RES_GPU_SHARE) == 0)
-                    n += pr->containers[c]->devices[d]->n_device_ids;
-        if (!n)
-            continue;
-        ids[nh] = fg_calloc(n, sizeof(char *));
-        size_t k = 0;
-        for (size_t c = 0; c < pr->n_containers; c++)
-            for (size_t d = 0; d < pr->containers[c]->n_devices; d++)
-                if (strcmp(pr->containers[c]->devices[d]->resource_name, FG_RES_GPU_SHARE) == 0)
-                    for (size_t j = 0; j < pr->containers[c]->devices[d]->n_device_ids; j++)
-                        ids[nh][k++] = pr->containers[c]->devices[d]->device_ids[j];
-        h[nh] = (struct fg_dp_holding){ pr->namespace_, pr->name, ids[nh], n };
-        nh++;
-    }
+    /* every pod's fracgpu.io/gpu-share devices, as the plugin's audit reads them */
+    struct fg_dp_holding *h = NULL;
+    size_t nh = fg_dp_holdings_of(resp, &h);
     struct fg_dp_audit a;
     fg_dp_ledger_audit(&r->ledger, &r->view, h, nh, &a);
-    for (size_t i = 0; i < nh; i++)
-        free(ids[i]);
-    free(ids);
-    free(h);
+    fg_dp_holdings_free(h, nh);
     v1__list_pod_resources_response__free_unpacked(resp, NULL);
 }
 

@@ -120,6 +120,13 @@ struct fg_dp_holding {
     size_t n;
 };
 
+/* The fracgpu.io/gpu-share devices each pod of a PodResources List reply holds, all its containers
+ * together; pods holding none are left out. Returns how many, the array in *out (free it with
+ * fg_dp_holdings_free); the names and device IDs point into r, which must outlive them. */
+struct V1__ListPodResourcesResponse;
+size_t fg_dp_holdings_of(const struct V1__ListPodResourcesResponse *r, struct fg_dp_holding **out);
+void fg_dp_holdings_free(struct fg_dp_holding *h, size_t n);
+
 #define FG_DP_AUDIT_MAX 16
 
 struct fg_dp_audit {

@@ -310,7 +310,11 @@ void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len,
     char ***chosen = fg_calloc(n ? n : 1, sizeof(*chosen));
     for (size_t c = 0; c < n; c++) {
         const V1beta1__ContainerPreferredAllocationRequest *cr = in->container_requests[c];
+        /* no more than the slots named: what the kubelet says it wants does not size the allocation */
+        size_t named = cr->n_must_include_device_ids + cr->n_available_device_ids;
         size_t size = cr->allocation_size > 0 ? (size_t)cr->allocation_size : 0, k = 0;
+        if (size > named)
+            size = named;
         chosen[c] = fg_calloc(size ? size : 1, sizeof(char *));
         /* must-include first, then slots of the granted GPU, then any */
         for (size_t i = 0; i < cr->n_must_include_device_ids && k < size; i++)
@@ -379,29 +383,8 @@ static void listed(void *ud, enum fg_grpc_status status, const char *message, co
         return;
     }
     p->podres_warned = false;
-    /* every pod's fracgpu.io/gpu-share devices, all containers together */
-    struct fg_dp_holding *h = fg_calloc(r->n_pod_resources ? r->n_pod_resources : 1, sizeof(*h));
-    const char ***ids = fg_calloc(r->n_pod_resources ? r->n_pod_resources : 1, sizeof(*ids));
-    size_t nh = 0;
-    for (size_t i = 0; i < r->n_pod_resources; i++) {
-        const V1__PodResources *pr = r->pod_resources[i];
-        size_t n = 0;
-        for (size_t c = 0; c < pr->n_containers; c++)
-            for (size_t d = 0; d < pr->containers[c]->n_devices; d++)
-                if (strcmp(pr->containers[c]->devices[d]->resource_name, FG_RES_GPU_SHARE) == 0)
-                    n += pr->containers[c]->devices[d]->n_device_ids;
-        if (!n)
-            continue;
-        ids[nh] = fg_calloc(n, sizeof(char *));
-        size_t k = 0;
-        for (size_t c = 0; c < pr->n_containers; c++)
-            for (size_t d = 0; d < pr->containers[c]->n_devices; d++)
-                if (strcmp(pr->containers[c]->devices[d]->resource_name, FG_RES_GPU_SHARE) == 0)
-                    for (size_t j = 0; j < pr->containers[c]->devices[d]->n_device_ids; j++)
-                        ids[nh][k++] = pr->containers[c]->devices[d]->device_ids[j];
-        h[nh] = (struct fg_dp_holding){ pr->namespace_, pr->name, ids[nh], n };
-        nh++;
-    }
+    struct fg_dp_holding *h = NULL;
+    size_t nh = fg_dp_holdings_of(r, &h);
     struct fg_dp_node_view v;
     fg__dp_view_holders(p, h, nh, &v);
     struct fg_dp_audit a;
@@ -420,10 +403,7 @@ static void listed(void *ud, enum fg_grpc_status status, const char *message, co
         }
     }
     fg__dp_view_cleanup(&v);
-    for (size_t i = 0; i < nh; i++)
-        free(ids[i]);
-    free(ids);
-    free(h);
+    fg_dp_holdings_free(h, nh);
     v1__list_pod_resources_response__free_unpacked(r, NULL);
     audit_done(p);
 }
