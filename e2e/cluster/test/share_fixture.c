@@ -168,7 +168,7 @@ int share_setup(struct share_env *e, const char *config, const char *name)
     }
     e->sim.k.timeout_s = 180;
     struct fg_checker_opts o = FG_CHECKER_OPTS_DEFAULT;
-    o.grace_ms = 10000;
+    o.grace_ms = e->grace_ms ? e->grace_ms : 10000;
     if (fg_checker_start(e->sim.kubeconfig, &o, &e->checker, msg) != FG_OK ||
         !fg_checker_wait_synced(e->checker, 30000)) {
         fprintf(stderr, "cannot start the sharing checker: %s\n", msg);

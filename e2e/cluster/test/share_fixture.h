@@ -26,10 +26,11 @@ struct share_env {
     struct fg_checker *checker;
     uint64_t start_ns;
     const char *name;           /* the test's, for its last line */
+    unsigned grace_ms;          /* the checker's grace for a tenant without its capacity pod; 0: 10 s */
 };
 
-/* Starts the cluster of e2e/cluster/testdata/<config> and the checker (grace 10 s); 0, or -1 with
- * the reason on stderr (a cmocka group setup). */
+/* Starts the cluster of e2e/cluster/testdata/<config> and the checker (grace e->grace_ms, else
+ * 10 s); 0, or -1 with the reason on stderr (a cmocka group setup). */
 int share_setup(struct share_env *e, const char *config, const char *name);
 /* Stops both: -1 when the checker saw a violation (its messages on stderr) or a pod's log holds a
  * sanitizer report or secret material (fg_simcluster_log_problems); the cluster is kept then. */
