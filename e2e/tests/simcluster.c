@@ -329,6 +329,8 @@ static size_t metrics_problems(struct fg_simcluster *c, const struct secrets *x,
 
 size_t fg_simcluster_log_problems(struct fg_simcluster *c)
 {
+    if (!c->client)
+        return 0;   /* never started: no cluster, no logs */
     struct secrets x = { 0 };
     cluster_secrets(c, &x);
     char patterns[3][256];

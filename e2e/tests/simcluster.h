@@ -52,7 +52,8 @@ pid_t fg_simcluster_component_pid(struct fg_simcluster *c, const char *component
  * of fracgpu's running operator replicas and node agents hold that they must not: sanitizer reports
  * (logs), and secret material — any value of any Secret of the cluster (the grant key, the webhook's
  * private key, ...) as stored, decoded, a line of it, or as hex. Each is named on stderr (a secret by
- * its length only); returns how many. Call it while the cluster runs. */
+ * its length only); returns how many. Call it while the cluster runs; 0 for a cluster that never
+ * started. */
 size_t fg_simcluster_log_problems(struct fg_simcluster *c);
 
 /* The cluster's log of one component ("controllers", "kubelets", ...) into out (replacing it). */
