@@ -14,17 +14,19 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/mem.h"
+#include "base/prom_parse.h"
 #include "e2e/cluster/pidfile.h"
 #include "e2e/cluster/test/share_fixture.h"
 #include "e2e/tests/harness.h"
 
 enum series { GRANTED, REFUSED, INVALID, EVICTIONS, NSERIES };
 
-static const char *const series_names[NSERIES] = {
-    "fracgpu_device_plugin_allocations_total{outcome=\"granted\"}",
-    "fracgpu_device_plugin_allocations_total{outcome=\"refused\"}",
-    "fracgpu_device_plugin_allocations_total{outcome=\"invalid\"}",
-    "fracgpu_device_plugin_evictions_total",
+/* Each series: its metric, and the outcome label it has (NULL: none). */
+static const struct { const char *metric, *outcome; } series[NSERIES] = {
+    [GRANTED] = { "fracgpu_device_plugin_allocations_total", "granted" },
+    [REFUSED] = { "fracgpu_device_plugin_allocations_total", "refused" },
+    [INVALID] = { "fracgpu_device_plugin_allocations_total", "invalid" },
+    [EVICTIONS] = { "fracgpu_device_plugin_evictions_total", NULL },
 };
 
 struct chaos_agents {
@@ -50,24 +52,29 @@ void chaos_agents_free(struct chaos_agents *a)
     free(a);
 }
 
-/* The value of one series in Prometheus text (a line "NAME VALUE"); 0 when the series is absent (a
- * counter with no sample yet). */
-static double series_value(const char *text, const char *name)
+/* Keeps a sample of one of the series into values[series]. */
+static bool take_sample(void *ud, const struct fg_prom_parsed *p)
 {
-    size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, name, n) && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return 0;
+    double *values = ud;
+    for (int s = 0; s < NSERIES; s++)
+        if (fg_str_eq(p->name, series[s].metric) &&
+            (!series[s].outcome || fg_str_eq(fg_prom_parsed_label(p, "outcome"), series[s].outcome)))
+            values[s] = p->value;
+    return true;
 }
 
 /* Adds what agent pod uid's series grew since its last scrape. */
 static void account(struct chaos_agents *a, const char *uid, const char *text)
 {
+    double values[NSERIES] = { 0 };   /* 0 for a series absent (a counter with no sample yet) */
+    struct fg_prom_parse_stats stats;
+    char msg[FG_ERRMSG_MAX];
+    enum fg_err err = fg_prom_parse(text, strlen(text), NULL, take_sample, values, &stats, msg);
+    (void)err;   /* a malformed line costs only its own sample; what was read counts */
     json_object *prev = NULL, *now = json_object_new_array();
     json_object_object_get_ex(a->last, uid, &prev);
     for (int s = 0; s < NSERIES; s++) {
-        double v = series_value(text, series_names[s]);
+        double v = values[s];
         double before = prev ? json_object_get_double(fg_json_at(prev, (size_t)s)) : 0;
         a->total[s] += v >= before ? v - before : v;   /* below: a new process, counting from zero */
         json_object_array_add(now, json_object_new_double(v));
