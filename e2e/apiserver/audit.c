@@ -43,12 +43,8 @@ static const char *verb_of(struct evhttp_request *req, const struct fg__route *r
 
 static const char *user_of(struct evhttp_request *req)
 {
-    static const char bearer[] = "Bearer ";
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    if (auth && fg_str_has_prefix(auth, bearer) && fg_str_has_prefix(auth + strlen(bearer), SERVICEACCOUNT_PREFIX) &&
-        !strpbrk(auth + strlen(bearer), " \t\r\n"))
-        return auth + strlen(bearer);
-    return "admin";
+    const char *token = fg__http_bearer_token(req);
+    return token && fg_str_has_prefix(token, SERVICEACCOUNT_PREFIX) && !strpbrk(token, " \t\r\n") ? token : "admin";
 }
 
 /* The name a request is about: the path's, or a list's or watch's metadata.name field selector. */

@@ -321,15 +321,21 @@ void fg__delayed_flush(struct fg_apiserver *srv)
     }
 }
 
+const char *fg__http_bearer_token(struct evhttp_request *req)
+{
+    static const char bearer[] = "Bearer ";
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    return auth && fg_str_has_prefix(auth, bearer) ? auth + strlen(bearer) : NULL;
+}
+
 /* With --token every request but the control paths must carry it, as kube-apiserver without
  * anonymous access requires (401 otherwise). */
 static bool authorized(const struct fg_apiserver *srv, struct evhttp_request *req)
 {
     if (!srv->token)
         return true;
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    static const char bearer[] = "Bearer ";
-    return auth && !strncmp(auth, bearer, sizeof(bearer) - 1) && !strcmp(auth + sizeof(bearer) - 1, srv->token);
+    const char *token = fg__http_bearer_token(req);
+    return token && !strcmp(token, srv->token);
 }
 
 void fg__http_on_request(struct evhttp_request *req, void *arg)

@@ -137,6 +137,8 @@ void fg__audit_record(struct fg_apiserver *srv, struct evhttp_request *req, cons
                       const struct evkeyvalq *query);
 
 /* http.c */
+/* The request's bearer token (what follows "Authorization: Bearer "), or NULL. */
+const char *fg__http_bearer_token(struct evhttp_request *req);
 void fg__http_on_request(struct evhttp_request *req, void *arg);
 void fg__http_dispatch(struct fg_apiserver *srv, struct evhttp_request *req);
 /* Replies with o's JSON (o borrowed), as json-c writes it: its print buffer stays on o until o is
