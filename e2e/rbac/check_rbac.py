@@ -131,36 +131,33 @@ def main():
     granted = grants(render(a.kubectl, a.manifests))
     reqs = read_audit(a.audit_dir, [n for n in a.expect.split(",") if n])
 
-    refused = sorted({"%s %s %s in %s (name %s)" % (r["user"].rsplit(":", 1)[1], r["verb"], resource_of(r), r["ns"], r["name"])
-                      for r in reqs if not allowed(granted, r)})
-    used = set()
-    for r in reqs:
-        for ns, rule in allowed(granted, r):
-            used.add((r["user"], "" if r["group"] == "-" else r["group"], resource_of(r), r["verb"]))
-
-    unused, excused = [], 0
-    for who, ns, rule in granted:
+    # every (identity, group, resource, verb) a rule grants, with the names that rule limits it to
+    grant_keys = {}
+    for who, _, rule in granted:
         for g in rule.get("apiGroups", []):
             for res in rule.get("resources", []):
                 for v in rule.get("verbs", []):
-                    key = (who, g, res, v)
-                    if key in used:
-                        continue
-                    if key in UNEXERCISED:
-                        excused += 1
-                        continue
-                    unused.append("%s may %s %s%s%s, and no run did" % (who.rsplit(":", 1)[1], v, g + "/" if g else "", res,
-                                                                      " " + str(rule["resourceNames"]) if rule.get("resourceNames") else ""))
+                    grant_keys.setdefault((who, g, res, v), rule.get("resourceNames"))
+    refused, used = set(), set()
+    for r in reqs:
+        if allowed(granted, r):
+            used.add((r["user"], "" if r["group"] == "-" else r["group"], resource_of(r), r["verb"]))
+        else:
+            refused.add("%s %s %s in %s (name %s)" % (r["user"].rsplit(":", 1)[1], r["verb"], resource_of(r), r["ns"],
+                                                      r["name"]))
+    idle = [k for k in grant_keys if k not in used]
+    excused = sum(1 for k in idle if k in UNEXERCISED)
+    unused = ["%s may %s %s%s%s, and no run did" % (who.rsplit(":", 1)[1], v, g + "/" if g else "", res,
+                                                   " " + str(grant_keys[(who, g, res, v)]) if grant_keys[(who, g, res, v)] else "")
+              for who, g, res, v in idle if (who, g, res, v) not in UNEXERCISED]
     identities = sorted({r["user"] for r in reqs})
     print("test_rbac: %d distinct requests by %d identities (%s) in %d runs; %d grants (identity, group, resource, verb), "
           "%d seen used, %d excused as not reachable from the runs" % (
               len(reqs), len(identities), ", ".join(i.rsplit(":", 1)[1] for i in identities),
-              len(a.expect.split(",")), len({(w, g, res, v) for w, _, r in granted for g in r.get("apiGroups", [])
-                                           for res in r.get("resources", []) for v in r.get("verbs", [])}),
-              len(used), excused))
-    for line in refused:
+              len(a.expect.split(",")), len(grant_keys), len(used), excused))
+    for line in sorted(refused):
         print("REFUSED on a real cluster: " + line)
-    for line in sorted(set(unused)):
+    for line in sorted(unused):
         print("UNUSED grant: " + line)
     return 1 if refused or unused else 0
 
