@@ -3,7 +3,8 @@
  * by the operator's webhook and bound by fracgpu-scheduler onto 1,000 GPU nodes of 8 GPUs each.
  *
  * The test API server runs in this process (the harness) and is filled with the GPU farm
- * (e2e/tests/gpufarm.h): 1,000 nodes (96 CPUs, 768 GiB, 110 pods, 8 GPUs of 80,000 MiB for tenants)
+ * (e2e/tests/gpufarm.h, its kubelets admitting each pod bound: the scheduler binds a node's tenants
+ * of different GPUs one admission apart): 1,000 nodes (96 CPUs, 768 GiB, 110 pods, 8 GPUs of 80,000 MiB for tenants)
  * and 8,000 live capacity pods, which carry a signature no pod has, so the scheduler's idle
  * bookkeeping runs for every one of them as for capacity pods it made and nobody waits for (SIGNED 0:
  * none, as capacity pods made by hand, which it never gives back and skips). Four automated
@@ -208,7 +209,9 @@ int main(int argc, char **argv)
         return fail("harness", msg);
     r.h = &h;
     uint64_t t0 = fg_clock_mono_ns();
-    if (fg_gpufarm_fill(h.client, &farm, msg) || fg_harness_namespace(&h, NS))
+    struct fg_gpufarm_admitter kubelets;
+    if (fg_gpufarm_fill(h.client, &farm, msg) || fg_harness_namespace(&h, NS) ||
+        fg_gpufarm_admit_start(&kubelets, h.loop, msg))
         return fail("farm", msg);
     for (unsigned s = 0; s < BENCH_SHAPES; s++)
         if (fg_gpuwork_create(h.client, NS, bench_shapes[s].name, bench_shapes[s].milli, bench_shapes[s].mem_mib,
@@ -265,6 +268,7 @@ int main(int argc, char **argv)
            bench_core_rate(farm.nodes, farm.gpus, fg_gpufarm_tenant_cpu(&farm), fg_gpufarm_tenant_mem(&farm),
                            farm.gpu_mem_mib, r.pods));
     int status = fg_operator_proc_stop(&op, false);
+    fg_gpufarm_admit_stop(&kubelets);
     fg_harness_stop(&h);
     free(lat);
     free(r.created_ns);

@@ -10,7 +10,8 @@
  * leave it — phase Running, the first container's resources equal to the spec's (the in-place resize
  * applied), the GPU's UUID and the memory left for tenants in fracgpu.io/gpu-uuid and
  * fracgpu.io/gpu-memory-mib. The scheduler reserves nothing beyond the holders' own requests, so a
- * tenant binds without a resize. Nothing ever runs the pods bound here: they stay bound.
+ * tenant binds without a resize. Of the kubelets' work on tenants, only admission is played
+ * (fg_gpufarm_admit_start: status.startTime written for every pod bound); nothing ever runs them.
  *
  * Nodes are gpu-node-NNNN (NNNN from 0000), capacity pods fracgpu-capacity-NNNN-G on GPU G of node
  * NNNN; the GPU UUIDs say both. Objects are created one after another through the client given.
@@ -20,8 +21,11 @@
 
 #include <stdint.h>
 
+#include <stdbool.h>
+
 #include "base/err.h"
 #include "operator/kube/client.h"
+#include "operator/kube/loop.h"
 
 #define FG_GPUFARM_NS "fracgpu-system"
 
@@ -45,5 +49,15 @@ void fg_gpufarm_node_name(unsigned i, char *out, size_t size);
 
 /* Creates namespace fracgpu-system (an existing one is fine), the nodes and their capacity pods. */
 enum fg_err fg_gpufarm_fill(struct fg_kube_client *c, const struct fg_gpufarm_opts *o, char *errmsg) FG_MUST_USE;
+
+/* The farm's kubelets admitting every pod bound to a node (gpufarm_admit.c), on loop. */
+struct fg_gpufarm_admitter {
+    struct fg_kube_loop *loop;
+    struct fg_kube_call *watch;
+    bool stopping;
+    unsigned admitted, failed;  /* status writes sent, and refused */
+};
+enum fg_err fg_gpufarm_admit_start(struct fg_gpufarm_admitter *ad, struct fg_kube_loop *loop, char *errmsg) FG_MUST_USE;
+void fg_gpufarm_admit_stop(struct fg_gpufarm_admitter *ad);
 
 #endif

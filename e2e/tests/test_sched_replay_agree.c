@@ -5,7 +5,8 @@
  * A trace of 8 nodes of 8 GPUs and 120 pods — fractions of compute and memory from eight workloads,
  * memory-heavy ones among them, whole GPUs, CPU from 0.5 to 6 cores — is written to CSV files and
  * replayed by `fracgpu replay --policy fracgpu --in-order --placements`. The same cluster is then
- * made live: the GPU farm (gpufarm.h) with a capacity pod holding every GPU, the real operator with
+ * made live: the GPU farm (gpufarm.h) with a capacity pod holding every GPU and its kubelets admitting
+ * every pod bound, the real operator with
  * its default placement policy (fracgpu) and its webhook, and the eight workloads as automated
  * Deployments with their fractions. The pods are created through the API one at a time in trace
  * order, each asking for a whole nvidia.com/gpu as a user writes it, and each Binding is awaited
@@ -211,7 +212,9 @@ static void live_scheduler_agrees_with_replay(void **state)
     char msg[FG_ERRMSG_MAX] = "";
     struct fg_harness h;
     struct fg_harness_opts ho = { .history = 100000 };
-    if (fg_harness_start(&h, &ho, msg) || fg_gpufarm_fill(h.client, &farm, msg) || fg_harness_namespace(&h, NS))
+    struct fg_gpufarm_admitter kubelets;
+    if (fg_harness_start(&h, &ho, msg) || fg_gpufarm_fill(h.client, &farm, msg) || fg_harness_namespace(&h, NS) ||
+        fg_gpufarm_admit_start(&kubelets, h.loop, msg))
         fail_msg("cluster: %s", msg);
     struct fg_gpuwork works[SHAPES];
     for (size_t s = 0; s < SHAPES; s++)
@@ -262,6 +265,8 @@ static void live_scheduler_agrees_with_replay(void **state)
                  p->want_gpu, got_node, got_gpu, t.dir, op.log);
     }
     assert_int_equal(fg_operator_proc_stop(&op, false), 0);
+    fg_gpufarm_admit_stop(&kubelets);
+    assert_int_equal(kubelets.failed, 0);
     fg_harness_stop(&h);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", t.dir);

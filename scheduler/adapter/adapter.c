@@ -41,8 +41,8 @@ static const char *const kept_paths[] = {
     "spec.schedulerName", "spec.priority", "spec.preemptionPolicy", "spec.schedulingGates", "spec.nodeSelector",
     "spec.affinity.nodeAffinity", "spec.tolerations", "spec.overhead", "spec.containers[].name",
     "spec.containers[].image", "spec.containers[].resources", "spec.initContainers[].resources",
-    "spec.initContainers[].restartPolicy", "status.phase", "status.conditions", "status.containerStatuses[].resources",
-    NULL,
+    "spec.initContainers[].restartPolicy", "status.phase", "status.startTime", "status.conditions",
+    "status.containerStatuses[].resources", NULL,
 };
 
 static void pod_upsert(void *ud, struct fg_kobj *obj)
@@ -307,6 +307,11 @@ static void register_metrics(struct fg__sched_adapter *a, struct fg_metrics *m)
     static const double bounds[] = { 0.0001, 0.001, 0.01, 0.1, 1 };
     a->cycle_seconds = fg_metrics_histogram(m, "fracgpu_scheduler_pass_seconds", "Time of one scheduling pass.", NULL,
                                             bounds, sizeof(bounds) / sizeof(*bounds));
+    static const double wait_bounds[] = { 0.01, 0.1, 0.5, 1, 2, 5, 15, 30 };
+    a->binding_wait = fg_metrics_histogram(m, "fracgpu_scheduler_binding_wait_seconds",
+                                           "From a pod's placement to its Binding sent: capacity pods' shrinks applied "
+                                           "and the node's tenants of other GPUs or allocations admitted.",
+                                           NULL, wait_bounds, sizeof(wait_bounds) / sizeof(*wait_bounds));
 }
 
 static void free_adapter(void *ud)
@@ -320,7 +325,7 @@ enum fg_err fg_sa_setup(struct fg_manager *m, const struct fg_sa_opts *opts, cha
 {
     /* containers' statuses: only what the kubelet applied of their resources (a capacity pod's resize) */
     static const char *const pod_fields[] = { "metadata.labels", "metadata.annotations", "metadata.creationTimestamp",
-                                              "metadata.deletionTimestamp", "spec", "status.phase",
+                                              "metadata.deletionTimestamp", "spec", "status.phase", "status.startTime",
                                               "status.containerStatuses[].resources", "status.conditions", NULL };
     static const char *const node_fields[] = { "metadata.labels", "spec.taints", "spec.unschedulable",
                                                "status.allocatable", NULL };

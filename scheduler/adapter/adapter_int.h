@@ -60,6 +60,8 @@ struct sa_pod {
     char want_error[FG_ERRMSG_MAX];
     bool waiting;               /* in the pending set */
     bool binding;               /* a bind (or the resizes before it) in flight */
+    uint64_t bind_sent_ns;      /* when its Binding was sent, 0: not (bind.c: the node's admission gate) */
+    char bound_gpu[96];         /* the GPU UUID its Binding names */
     bool assumed;               /* placed by this scheduler, not yet confirmed by the watch */
     bool group_wait;            /* reserved, waiting for its pod group in Permit */
     char assumed_node[256];
@@ -136,7 +138,7 @@ struct fg__sched_adapter {
     /* metrics */
     struct fg_counter *scheduled, *unschedulable_ctr, *bind_errors, *capacity_created, *capacity_deleted,
         *tenants_evicted, *resizes, *preemptions, *consolidations, *consolidation_moves;
-    struct fg_histogram *cycle_seconds;
+    struct fg_histogram *cycle_seconds, *binding_wait;
     struct fg_gauge *pending, *capacity_wait;
 };
 

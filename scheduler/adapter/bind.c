@@ -14,6 +14,17 @@
  * capacity pod and the grant signed with the current key. Any failure
  * forgets the placement and the pod backs off; a pod already bound (409) is the watch's to confirm.
  *
+ * The node's admission gate. The kubelet asks the device plugin for a tenant's GPU without naming the
+ * tenant, so the plugin takes the pod being admitted to be the first of the node's waiting tenants in
+ * the order it saw them bound — a guess that the kubelet's restarts, the agent's and pods the kubelet
+ * fails before asking can all make wrong. So a tenant's Binding goes only when every tenant of its
+ * node that the kubelet has yet to admit (bound, or its Binding sent, and no status.startTime yet)
+ * would get the very same reply — GPU, compute, memory and sharing — and no Binding to the node
+ * placed before it still waits: whichever of them the kubelet admits first, the plugin's answer is
+ * right (docs/device-plugin.md). Pods bound together onto one GPU with one allocation, the common
+ * burst of a scale-up, go at once; tenants of different GPUs of one node go one admission apart. A
+ * Binding the gate holds for 30 s (the node's kubelet is down) forgets the placement.
+ *
  * Writes are asynchronous on the loop; their callbacks find the pod again by key and UID, since it
  * may have gone meanwhile.
  */
@@ -34,14 +45,16 @@
 
 #define MAX_SHRINKS 8
 #define APPLY_TIMEOUT_NS (15ull * FG_NS_PER_S)
+#define ADMIT_TIMEOUT_NS (30ull * FG_NS_PER_S)
 
 struct bind_op {
     struct fg__sched_adapter *a;
     char *key, *uid, *ns, *name;
+    char *node;                 /* where it binds */
     char *body;                 /* the Binding */
     char *caps[MAX_SHRINKS];    /* keys of the capacity pods it waits to see shrunk */
     int n_caps;
-    uint64_t since_ns;          /* when the shrinks were asked for */
+    uint64_t since_ns;          /* when it was placed */
 };
 
 static void op_free(struct bind_op *op)
@@ -52,6 +65,7 @@ static void op_free(struct bind_op *op)
     free(op->uid);
     free(op->ns);
     free(op->name);
+    free(op->node);
     free(op->body);
     free(op);
 }
@@ -86,9 +100,11 @@ static void bound(void *ud, enum fg_err err, const struct fg_buf *body, const st
     op_free(op);
 }
 
-static void send_binding(struct bind_op *op)
+static void send_binding(struct bind_op *op, struct sa_pod *p)
 {
     struct fg__sched_adapter *a = op->a;
+    p->bind_sent_ns = fg_clock_mono_ns();
+    fg_histogram_observe(a->binding_wait, (double)(p->bind_sent_ns - op->since_ns) / 1e9);
     char *path = fg_kube_path(&fg_kube_pods, op->ns, op->name, "binding", NULL);
     fg_kube_loop_request(a->loop, "POST", path, "application/json", op->body, strlen(op->body), bound, op);
     free(path);
@@ -110,6 +126,63 @@ static bool applied(struct fg__sched_adapter *a, struct bind_op *op, bool *gone)
     return true;
 }
 
+/* What the device plugin answers for a tenant: its GPU, amounts and sharing. */
+struct reply {
+    const char *gpu;
+    int milli;
+    int64_t mem_mib;
+    enum fg_sched_sharing sharing;
+};
+
+static bool same_reply(const struct reply *x, const struct reply *y)
+{
+    return !strcmp(x->gpu, y->gpu) && x->milli == y->milli && x->mem_mib == y->mem_mib && x->sharing == y->sharing;
+}
+
+/* Whether q is a tenant of node n that the kubelet has yet to admit, with the reply it is to get. */
+static bool unadmitted(const struct sa_pod *q, const struct sa_node *n, struct reply *r)
+{
+    if (q->info.role != FG_SA_FRACGPU || !q->info.has_gpu || q->info.terminal)
+        return false;
+    const char *gpu = NULL;
+    if (q->info.node && !strcmp(q->info.node, n->name) && !q->info.started)
+        gpu = q->info.gpu_uuid;   /* bound: its Binding's annotation */
+    else if (!q->info.node && q->assumed && q->bind_sent_ns && q->on == n)
+        gpu = q->bound_gpu;       /* its Binding sent, not yet seen */
+    if (!gpu)
+        return false;
+    *r = (struct reply){ gpu, q->info.milli, q->info.gpu_mem_mib, q->info.sharing };
+    return true;
+}
+
+/* Why p's Binding (placed on op's node) may not go yet (the essay), naming in why the pod it waits
+ * on; "" when it may. n_before: how many of the ops awaiting were placed before op. */
+static void admission_wait(struct fg__sched_adapter *a, const struct bind_op *op, const struct sa_pod *p,
+                           size_t n_before, char *why, size_t size)
+{
+    why[0] = '\0';
+    struct sa_node *n = sa_node_get(a, op->node, false);
+    if (!p->info.has_gpu || !n)
+        return;
+    for (size_t i = 0; i < n_before; i++)
+        if (!strcmp(a->awaiting[i]->node, op->node)) {
+            snprintf(why, size, "it waits behind the Binding of %s to the same node", a->awaiting[i]->key);
+            return;
+        }
+    struct reply mine = { p->bound_gpu, p->info.milli, p->info.gpu_mem_mib, p->info.sharing }, theirs;
+    for (size_t i = 0; i < n->n_pods; i++) {
+        const struct sa_pod *q = n->pods[i];
+        if (q != p && unadmitted(q, n, &theirs) && !same_reply(&mine, &theirs)) {
+            if (q->info.node)
+                snprintf(why, size, "the kubelet has not admitted %s, whose GPU or allocation differs", q->key);
+            else
+                snprintf(why, size, "the Binding of %s, whose GPU or allocation differs, was sent %.1f s ago and "
+                         "is not seen yet", q->key, (double)(fg_clock_mono_ns() - q->bind_sent_ns) / 1e9);
+            return;
+        }
+    }
+}
+
 void sa_bind_resume(struct fg__sched_adapter *a)
 {
     uint64_t now = fg_clock_mono_ns();
@@ -118,12 +191,19 @@ void sa_bind_resume(struct fg__sched_adapter *a)
         struct bind_op *op = a->awaiting[i];
         struct sa_pod *p = op_pod(op);
         bool gone = false;
-        if (p && applied(a, op, &gone)) {
-            send_binding(op);
-        } else if (!p || gone || now - op->since_ns >= APPLY_TIMEOUT_NS) {
+        char held[FG_ERRMSG_MAX] = "";
+        bool ready = p && applied(a, op, &gone);
+        if (ready)
+            admission_wait(a, op, p, k, held, sizeof(held));
+        if (ready && !held[0]) {
+            send_binding(op, p);
+        } else if (!p || gone || now - op->since_ns >= (held[0] ? ADMIT_TIMEOUT_NS : APPLY_TIMEOUT_NS)) {
             if (p) {
-                char why[FG_ERRMSG_MAX] = "a capacity pod it needed shrunk went away";
-                for (int c = 0; !gone && c < op->n_caps; c++) {
+                char why[FG_ERRMSG_MAX + 64] = "a capacity pod it needed shrunk went away";
+                if (held[0])
+                    snprintf(why, sizeof(why), "its Binding to %s was held %llu s: %s", op->node,
+                             (unsigned long long)(ADMIT_TIMEOUT_NS / FG_NS_PER_S), held);
+                for (int c = 0; !gone && !held[0] && c < op->n_caps; c++) {
                     const struct sa_pod *cap = sa_pod_get(a, op->caps[c]);
                     if (cap && !sa_resize_applied(cap))
                         snprintf(why, sizeof(why),
@@ -263,15 +343,19 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
     }
     struct bind_op *op = fg_calloc(1, sizeof(*op));
     *op = (struct bind_op){ .a = a, .key = fg_strdup(p->key), .uid = fg_strdup(p->uid), .ns = fg_strdup(p->ns),
-                            .name = fg_strdup(p->name) };
+                            .name = fg_strdup(p->name), .node = fg_strdup(n->name), .since_ns = fg_clock_mono_ns() };
     op->body = binding_body(p, n->name, cap, p->assumed_slot, grant);
     plan_shrinks(a, n, p->assumed_slot, p->want.pod.cpu_milli, p->want.pod.mem_mib, op);
     p->binding = true;
-    if (!op->n_caps) {
-        send_binding(op);
+    p->bind_sent_ns = 0;
+    snprintf(p->bound_gpu, sizeof(p->bound_gpu), "%s", cap ? cap->info.gpu_uuid : "");
+    char held[FG_ERRMSG_MAX] = "";
+    if (!op->n_caps)
+        admission_wait(a, op, p, a->n_awaiting, held, sizeof(held));
+    if (!op->n_caps && !held[0]) {
+        send_binding(op, p);
         return FG_SCHED_SUCCESS;
     }
-    op->since_ns = fg_clock_mono_ns();
     if (a->n_awaiting == a->cap_awaiting) {
         a->cap_awaiting = a->cap_awaiting ? 2 * a->cap_awaiting : 8;
         a->awaiting = fg_realloc(a->awaiting, a->cap_awaiting * sizeof(*a->awaiting));

@@ -119,6 +119,7 @@ void fg_sa_podinfo_read(json_object *pod, const char *cap_ns, struct fg_sa_podin
         pi->phase = "";
     pi->terminal = !strcmp(pi->phase, "Succeeded") || !strcmp(pi->phase, "Failed");
     pi->deleting = fg_json_get(pod, "metadata", "deletionTimestamp", NULL) != NULL;
+    pi->started = fg_json_get(pod, "status", "startTime", NULL) || (*pi->phase && strcmp(pi->phase, "Pending"));
     pi->gated = fg_json_array_len(fg_json_get(pod, "spec", "schedulingGates", NULL)) > 0;
     struct fg_resources req = { 0 };
     char why[FG_ERRMSG_MAX];

@@ -47,6 +47,7 @@ struct fg_sa_podinfo {
     const char *phase;          /* status.phase, "" when unset */
     bool terminal;              /* Succeeded or Failed: charges nothing */
     bool deleting;              /* metadata.deletionTimestamp */
+    bool started;               /* status.startTime: the kubelet admitted it (a pod it refuses is Failed) */
     bool gated;                 /* spec.schedulingGates not empty */
     int64_t cpu_milli, mem_mib; /* requests */
     /* FG_SA_FRACGPU */

@@ -59,6 +59,7 @@ void sa_pod_forget(struct fg__sched_adapter *a, struct sa_pod *p, const char *wh
     fg_log(FG_LOG_INFO, SA_COMPONENT, "pod %s: placement on %s forgotten: %s", p->key, p->assumed_node, why);
     a->n_group_wait -= p->group_wait;
     p->assumed = p->group_wait = p->binding = false;
+    p->bind_sent_ns = 0;
     sa_preempt_free(p->preempt);
     p->preempt = NULL;
     sa_charge_sync(a, p);
@@ -174,8 +175,8 @@ void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod)
         a->epoch++;
     json_object_put(old);
     free(old_strings);
-    if (p->info.role == FG_SA_CAPACITY && a->n_awaiting)
-        sa_bind_resume(a);
+    if (a->n_awaiting && (p->info.role == FG_SA_CAPACITY || (p->info.has_gpu && p->info.node)))
+        sa_bind_resume(a);   /* a shrink applied, or a tenant admitted */
     sa_pass_soon(a);
 }
 
@@ -191,6 +192,8 @@ void sa_pod_gone(struct fg__sched_adapter *a, const char *key)
         a->epoch++;
     lh_table_delete_entry(a->pods, e);
     pod_free(a, p);
+    if (a->n_awaiting)
+        sa_bind_resume(a);
     sa_pass_soon(a);
 }
 
