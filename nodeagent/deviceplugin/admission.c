@@ -129,14 +129,15 @@ static bool mps_of(json_object *pod)
 }
 
 /* Whether pod waits for admission on this node: bound here, asks for a share, not terminating,
- * not started, not yet allocated. */
+ * not started (phase Pending and no status.startTime, which the kubelet writes once it admitted the
+ * pod), not yet allocated. */
 static bool waits(const struct fg_dp_node_view *v, const struct fg_dp_ledger *l, json_object *pod)
 {
     const char *phase = fg_json_get_str(pod, "status", "phase", NULL);
     const char *uid = fg_json_get_str(pod, "metadata", "uid", NULL);
     return uid && fg_str_eq(fg_json_get_str(pod, "spec", "nodeName", NULL), v->node) &&
            !fg_json_get(pod, "metadata", "deletionTimestamp", NULL) && (!phase || strcmp(phase, "Pending") == 0) &&
-           fg_dp_pod_wants_share(pod) && !fg_dp_ledger_get(l, uid);
+           !fg_json_get(pod, "status", "startTime", NULL) && fg_dp_pod_wants_share(pod) && !fg_dp_ledger_get(l, uid);
 }
 
 /* Whether pod's grant verifies for a healthy GPU of this node; *g filled, why says otherwise. */

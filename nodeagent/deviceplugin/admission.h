@@ -3,16 +3,20 @@
  *
  * The kubelet's Allocate names devices, never a pod. It admits one pod at a time, though, so the pod
  * being admitted is one of this node's pods that is bound here, asks for fracgpu.io/gpu-share, is not
- * terminating, has not started (phase Pending) and has not been allocated yet. Among those, the pod
- * served is the first whose grant verifies for a healthy GPU of this node, first in the order the
- * node's watch showed them bound (the kubelet admits pods in the order its own watch brings them;
- * the view's seq, else creationTimestamp then namespace/name); pods whose grant does not verify are
- * never served, nor is a pod asking for a share in an init container (fracgpu never grants one there,
- * and the kubelet's PodResources does not list init containers' devices, so no audit could see it).
+ * terminating, has not started (phase Pending, no status.startTime) and has not been allocated yet.
+ * Among those, the pod served is the first whose grant verifies for a healthy GPU of this node, first
+ * in the order the node's watch showed them bound (the kubelet admits pods in the order its own watch
+ * brings them; the view's seq, else creationTimestamp then namespace/name); pods whose grant does not
+ * verify are never served, nor is a pod asking for a share in an init container (fracgpu never grants
+ * one there, and the kubelet's PodResources does not list init containers' devices, so no audit could
+ * see it).
  *
- * That guess can be wrong when a pod without a valid grant (created by a user with spec.nodeName and
- * copied annotations) is admitted at the same moment as a granted one, or when the kubelet admits two
- * granted pods in another order: the kubelet may hand one pod's reply to another. So the plugin keeps
+ * That guess can be wrong — after a restart of the kubelet or of the agent, or when the kubelet fails
+ * a pod before asking — but among granted pods it does not matter: fracgpu's scheduler binds a tenant
+ * only when every tenant of the node awaiting admission gets the very same reply
+ * (scheduler/adapter/bind.c). A pod without a valid grant (created by a user with spec.nodeName and
+ * copied annotations) admitted at the same moment as a granted one may still take the granted one's
+ * reply, and a scheduler of another version may not keep that promise. So the plugin keeps
  * a ledger (which devices it allocated for which pod, on which GPU, with what) and compares it with what
  * the kubelet says each pod holds (the PodResources API). fg_dp_ledger_audit acts only on positive
  * evidence:

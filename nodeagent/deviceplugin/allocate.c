@@ -57,11 +57,21 @@ static void container_msg_fill(struct container_msg *m, struct fg_dp_reply *r)
     }
 }
 
+static void held_free(struct fg__dp_pending *h)
+{
+    if (h->req)
+        v1beta1__allocate_request__free_unpacked(h->req, NULL);
+    if (h->pref)
+        v1beta1__preferred_allocation_request__free_unpacked(h->pref, NULL);
+}
+
 static void forget(struct fg__dp *p, size_t i)
 {
-    v1beta1__allocate_request__free_unpacked(p->pending[i].req, NULL);
+    held_free(&p->pending[i]);
     p->pending[i] = p->pending[--p->npending];
 }
+
+static void prefer(struct fg__dp *p, size_t i, const char *want);
 
 static void answer(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
 {
@@ -188,10 +198,22 @@ static void refuse(struct fg__dp *p, size_t i, const struct fg_dp_pick *pick)
     forget(p, i);
 }
 
+/* Whether an audit can judge: this node's pods, the keys and the GPUs are all known. */
+static bool audit_ready(const struct fg__dp *p)
+{
+    return p->running && fg_informer_has_synced(p->pods) && fg_grant_watch_synced(p->keys) && p->gpus_known;
+}
+
 void fg__dp_decide_pending(struct fg__dp *p)
 {
     if (p->auditing || !p->npending)
         return;
+    /* after a restart of the agent, pods the kubelet gave a slot while it was away may look waiting
+     * still (their status not written or not seen yet): the first audit takes them into the ledger */
+    if (!p->audited && audit_ready(p)) {
+        fg__dp_audit(p);
+        return;
+    }
     uint64_t now = fg_clock_mono_ns();
     unseen_expire(p, now);
     for (size_t i = 0; i < p->npending;) {
@@ -202,7 +224,10 @@ void fg__dp_decide_pending(struct fg__dp *p)
         size_t before = p->npending;
         /* while a refusal made unseen is not accounted for, the first pod waiting may be the one it
          * failed: nothing is served until it is (or the call's time runs out) */
-        if (pick.outcome == FG_DP_PICK_GRANTED && !p->nunseen)
+        bool known = pick.outcome == FG_DP_PICK_GRANTED && !p->nunseen && p->audited;
+        if (p->pending[i].pref && (known || now >= p->pending[i].deadline_ns))
+            prefer(p, i, known ? pick.grant.gpu_uuid : NULL);   /* in time, or with no preference */
+        else if (known)
             answer(p, i, &pick);
         else if (now >= p->pending[i].deadline_ns)
             refuse(p, i, &pick);
@@ -221,6 +246,25 @@ void fg__dp_pending_abort(struct fg__dp *p)
 }
 
 /* ---- Allocate ---- */
+
+/* Holds call h (its request owned from now on) and decides it if it can be already. The common case
+ * is decided at once. When no waiting pod verifies, an impostor may be holding the reply meant for a
+ * pod the ledger thinks served: the audit finds out, then decides again. */
+static void hold(struct fg__dp *p, struct fg__dp_pending h)
+{
+    if (p->npending == FG_DP_PENDING_MAX) {
+        fg_grpc_call_finish(h.call, FG_GRPC_RESOURCE_EXHAUSTED, "too many calls waiting");
+        held_free(&h);
+        return;
+    }
+    p->pending[p->npending++] = h;
+    fg__dp_decide_pending(p);
+    for (size_t i = 0; i < p->npending; i++)
+        if (p->pending[i].call == h.call) {
+            fg__dp_audit(p);
+            break;
+        }
+}
 
 /* Whether every device of req is a slot this plugin advertises; bad names the first that is not. */
 static bool known_devices(struct fg__dp *p, const V1beta1__AllocateRequest *req, char *bad, size_t bad_size)
@@ -263,23 +307,10 @@ void fg__dp_allocate(struct fg_grpc_call *call, const uint8_t *req, size_t len, 
             v1beta1__allocate_request__free_unpacked(in, NULL);
         return;
     }
-    if (p->npending == FG_DP_PENDING_MAX) {
-        fg_grpc_call_finish(call, FG_GRPC_RESOURCE_EXHAUSTED, "too many Allocate calls waiting");
-        v1beta1__allocate_request__free_unpacked(in, NULL);
-        return;
-    }
-    p->pending[p->npending++] = (struct fg__dp_pending){ call, in, start, start + (uint64_t)p->o.hold_ms * FG_NS_PER_MS };
-    /* The common case is decided at once. When no waiting pod verifies, an impostor may be holding the
-     * reply meant for a pod the ledger thinks served: the audit finds out, then decides again. */
-    fg__dp_decide_pending(p);
-    for (size_t i = 0; i < p->npending; i++)
-        if (p->pending[i].call == call) {
-            fg__dp_audit(p);
-            break;
-        }
+    hold(p, (struct fg__dp_pending){ call, in, NULL, start, start + (uint64_t)p->o.hold_ms * FG_NS_PER_MS });
 }
 
-void fg__dp_allocate_gone(struct fg_grpc_call *call, void *ud)
+void fg__dp_held_gone(struct fg_grpc_call *call, void *ud)
 {
     struct fg__dp *p = ud;
     for (size_t i = 0; i < p->npending; i++)
@@ -291,19 +322,11 @@ void fg__dp_allocate_gone(struct fg_grpc_call *call, void *ud)
 
 /* ---- GetPreferredAllocation ---- */
 
-void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud)
+/* Answers held GetPreferredAllocation i: the must-include slots, then slots of GPU want (the GPU of
+ * the pod being admitted; NULL: not known in time), then any. */
+static void prefer(struct fg__dp *p, size_t i, const char *want)
 {
-    struct fg__dp *p = ud;
-    V1beta1__PreferredAllocationRequest *in = v1beta1__preferred_allocation_request__unpack(NULL, len, req);
-    if (!in) {
-        fg_grpc_call_finish(call, FG_GRPC_INVALID_ARGUMENT, "not a PreferredAllocationRequest");
-        return;
-    }
-    struct fg_dp_node_view v;
-    fg__dp_view_waiting(p, &v);
-    struct fg_dp_pick pick;
-    fg_dp_pick_pod(&v, &p->ledger, &pick);
-    const char *want = pick.outcome == FG_DP_PICK_GRANTED ? pick.grant.gpu_uuid : NULL;
+    const V1beta1__PreferredAllocationRequest *in = p->pending[i].pref;
     size_t n = in->n_container_requests;
     V1beta1__ContainerPreferredAllocationResponse *rs = fg_calloc(n ? n : 1, sizeof(*rs));
     V1beta1__ContainerPreferredAllocationResponse **rp = fg_calloc(n ? n : 1, sizeof(*rp));
@@ -316,12 +339,11 @@ void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len,
         if (size > named)
             size = named;
         chosen[c] = fg_calloc(size ? size : 1, sizeof(char *));
-        /* must-include first, then slots of the granted GPU, then any */
-        for (size_t i = 0; i < cr->n_must_include_device_ids && k < size; i++)
-            chosen[c][k++] = cr->must_include_device_ids[i];
+        for (size_t d = 0; d < cr->n_must_include_device_ids && k < size; d++)
+            chosen[c][k++] = cr->must_include_device_ids[d];
         for (int pass = 0; pass < 2; pass++)
-            for (size_t i = 0; i < cr->n_available_device_ids && k < size; i++) {
-                const char *id = cr->available_device_ids[i];
+            for (size_t d = 0; d < cr->n_available_device_ids && k < size; d++) {
+                const char *id = cr->available_device_ids[d];
                 char uuid[FG_DP_UUID_MAX];
                 bool on_gpu = want && fg_dp_slot_gpu(id, p->o.slots, uuid) && strcmp(uuid, want) == 0;
                 bool taken = false;
@@ -338,15 +360,29 @@ void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len,
     V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
     resp.n_container_responses = n;
     resp.container_responses = rp;
-    if (fg_grpc_call_reply(call, &resp.base) != FG_OK)
+    if (fg_grpc_call_reply(p->pending[i].call, &resp.base) != FG_OK)
         fg_log(FG_LOG_WARN, COMPONENT, "cannot answer GetPreferredAllocation");
+    if (!want)
+        fg_log(FG_LOG_WARN, COMPONENT, "GetPreferredAllocation answered with no preference: no pod waiting with a "
+               "valid grant was known in time");
     for (size_t c = 0; c < n; c++)
         free(chosen[c]);
     free(chosen);
     free(rp);
     free(rs);
-    fg__dp_view_cleanup(&v);
-    v1beta1__preferred_allocation_request__free_unpacked(in, NULL);
+    forget(p, i);
+}
+
+void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud)
+{
+    struct fg__dp *p = ud;
+    uint64_t start = fg_clock_mono_ns();
+    V1beta1__PreferredAllocationRequest *in = v1beta1__preferred_allocation_request__unpack(NULL, len, req);
+    if (!in) {
+        fg_grpc_call_finish(call, FG_GRPC_INVALID_ARGUMENT, "not a PreferredAllocationRequest");
+        return;
+    }
+    hold(p, (struct fg__dp_pending){ call, NULL, in, start, start + (uint64_t)p->o.hold_ms * FG_NS_PER_MS });
 }
 
 /* ---- the audit ---- */
@@ -354,6 +390,7 @@ void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len,
 static void audit_done(struct fg__dp *p)
 {
     p->auditing = false;
+    p->audited = true;
     if (!p->running)
         return; /* the plugin stops: no new audit, nothing to decide */
     if (p->audit_again) {
@@ -415,7 +452,7 @@ void fg__dp_audit(struct fg__dp *p)
         return;
     }
     /* an audit judges by the pods, the keys and the GPUs: not before all three are known */
-    if (!p->running || !fg_informer_has_synced(p->pods) || !fg_grant_watch_synced(p->keys) || !p->gpus_known) {
+    if (!audit_ready(p)) {
         fg__dp_decide_pending(p);
         return;
     }
@@ -423,6 +460,7 @@ void fg__dp_audit(struct fg__dp *p)
     struct fg_grpc_client_opts co = { .socket_path = p->o.pod_resources_socket };
     if (!p->podres && fg_grpc_client_new(p->base, &co, &p->podres, msg) != FG_OK) {
         fg_log(FG_LOG_WARN, COMPONENT, "cannot reach the kubelet's PodResources API: %s", msg);
+        p->audited = true;   /* the decision goes on without the audit */
         fg__dp_decide_pending(p);
         return;
     }
@@ -430,6 +468,7 @@ void fg__dp_audit(struct fg__dp *p)
     p->auditing = true;
     if (fg_grpc_client_unary(p->podres, FG_POD_RESOURCES_LIST, &req.base, AUDIT_TIMEOUT_MS, listed, p, NULL) != FG_OK) {
         p->auditing = false;
+        p->audited = true;
         fg__dp_decide_pending(p);
     }
 }

@@ -180,8 +180,8 @@ static enum fg_err listen_socket(struct fg__dp *p, char *errmsg)
     const struct fg_grpc_method methods[] = {
         { FG_DEVICE_PLUGIN_GET_OPTIONS, FG_GRPC_UNARY, options, NULL, p },
         { FG_DEVICE_PLUGIN_LIST_AND_WATCH, FG_GRPC_SERVER_STREAM, list_and_watch, list_and_watch_gone, p },
-        { FG_DEVICE_PLUGIN_GET_PREFERRED_ALLOCATION, FG_GRPC_UNARY, fg__dp_preferred, NULL, p },
-        { FG_DEVICE_PLUGIN_ALLOCATE, FG_GRPC_UNARY, fg__dp_allocate, fg__dp_allocate_gone, p },
+        { FG_DEVICE_PLUGIN_GET_PREFERRED_ALLOCATION, FG_GRPC_UNARY, fg__dp_preferred, fg__dp_held_gone, p },
+        { FG_DEVICE_PLUGIN_ALLOCATE, FG_GRPC_UNARY, fg__dp_allocate, fg__dp_held_gone, p },
         { FG_DEVICE_PLUGIN_PRE_START_CONTAINER, FG_GRPC_UNARY, pre_start, NULL, p },
     };
     struct fg_grpc_server_opts so = { .socket_path = p->socket_path, .methods = methods,

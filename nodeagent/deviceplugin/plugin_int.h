@@ -32,9 +32,12 @@
 /* Said in such a refusal, which the kubelet copies into the status of the pod it fails. */
 #define FG_DP_UNSEEN_MARK "refused unseen: this node's pods are not all seen yet"
 
+/* A held call: an Allocate (req), or a GetPreferredAllocation (pref), which also waits to know the
+ * pod, so that the kubelet takes slots of the GPU the reply will name. */
 struct fg__dp_pending {
     struct fg_grpc_call *call;
     V1beta1__AllocateRequest *req;
+    V1beta1__PreferredAllocationRequest *pref;
     uint64_t start_ns, deadline_ns;
 };
 
@@ -87,6 +90,8 @@ struct fg__dp {
 
     struct fg_grpc_client *podres;
     bool auditing, audit_again;
+    bool audited;               /* an audit ran (or could not read the kubelet) since the agent started:
+                                   the ledger knows every pod the kubelet gave a slot before */
     uint64_t audit_at_ns, next_periodic_audit_ns;
     bool podres_warned;
 
@@ -109,13 +114,14 @@ void fg__dp_view_cleanup(struct fg_dp_node_view *v);
 
 /* allocate.c */
 void fg__dp_allocate(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud);
-void fg__dp_allocate_gone(struct fg_grpc_call *call, void *ud);
 void fg__dp_preferred(struct fg_grpc_call *call, const uint8_t *req, size_t len, void *ud);
-/* Decides every held Allocate that can be decided now (unless an audit is running). */
+/* A held call's kubelet went away. */
+void fg__dp_held_gone(struct fg_grpc_call *call, void *ud);
+/* Decides every held call that can be decided now (unless an audit is running). */
 void fg__dp_decide_pending(struct fg__dp *p);
 /* Starts an audit now (or right after the running one). */
 void fg__dp_audit(struct fg__dp *p);
-/* Refuses every held Allocate (the plugin stops). */
+/* Refuses every held call (the plugin stops). */
 void fg__dp_pending_abort(struct fg__dp *p);
 /* A pod of this node seen Failed (pod parsed): accounts for one refusal made unseen when its status
  * says it was failed by one. */

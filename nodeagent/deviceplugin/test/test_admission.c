@@ -186,7 +186,12 @@ static void who_waits(void **state)
     json_object *whole = pod("whole", "uid-w", 1, GPU1, NULL, NULL);
     json_object_object_add(fg_json_get(whole, "spec", NULL), "containers",
                            json_tokener_parse("[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]"));
+    /* admitted by the kubelet (its start time written), its containers still being made */
+    json_object *admitted = pod("admitted", "uid-a", 1, GPU1, NULL, NULL);
+    json_object_object_add(admitted, "status",
+                           json_tokener_parse("{\"phase\":\"Pending\",\"startTime\":\"2026-11-26T10:00:02Z\"}"));
     w->pods[w->n++] = running, w->pods[w->n++] = leaving, w->pods[w->n++] = elsewhere, w->pods[w->n++] = whole;
+    w->pods[w->n++] = admitted;
     assert_false(fg_dp_pod_wants_share(whole));
     struct fg_dp_node_view v = view_of(w);
     struct fg_dp_pick p;

@@ -11,13 +11,17 @@
  *   - Allocate for devices it never advertised, or with a body that is not an AllocateRequest, is
  *     INVALID_ARGUMENT; garbage on its socket harms nobody;
  *   - a kubelet restart (sockets removed, kubelet.sock re-created) leads to a new registration;
- *   - a restarted agent adopts the pods it had granted (none removed), detects CDI in --cdi-spec-dirs
+ *   - a restarted agent adopts the pods it had granted (none removed) before it serves anything, so
+ *     the first pod admitted after it, granted another GPU, gets that GPU and not the one of a pod
+ *     admitted before (which still looks waiting: no start time); it detects CDI in --cdi-spec-dirs
  *     and answers with the CDI device; an mps tenant gets its GPU's MPS pipe and limits;
  *   - a key rotation keeps grants of the previous key valid; a deleted key Secret refuses everything;
  *   - a pod the kubelet admits before the agent's watch shows it is refused, saying so; shown bound at
  *     last, it is not served to the next pod admitted (which would then hold its GPU, and every pod
  *     after it the grant of the one before): Allocate waits until the kubelet's failure of that pod
- *     is seen.
+ *     is seen;
+ *   - GetPreferredAllocation for a pod whose grant the agent has not seen yet waits for it, and
+ *     offers slots of the granted GPU.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +31,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -553,9 +558,16 @@ static void restarts_forms_and_keys(void **state)
     assert_non_null(f);
     fputs("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n", f);
     fclose(f);
+    /* an mps tenant of the other GPU, bound while the agent is down and admitted as soon as it is
+     * back: "kept" (no start time written here) still looks waiting, and first in the watch's order,
+     * until the agent's first audit takes it into the ledger, so nothing is served before that */
+    char mu[64];
+    make_pod("tenant", mu);
+    place("tenant", mu, GPU2, key1, "mps");
     before = probe().registrations;
     agent_start("auto");
     wait_registered(before);
+    struct admission m = admit("tenant", mu);
     for (int i = 0; i < 100 && !log_has("took 1 running pod"); i++)
         fg_test_sleep_ms(50);
     if (!log_has("took 1 running pod"))
@@ -564,11 +576,7 @@ static void restarts_forms_and_keys(void **state)
     assert_true(pod_exists("kept"));
     assert_true(log_has("devices in the cdi-cri form"));
 
-    /* an mps tenant: its GPU's MPS pipe, and the CDI device */
-    char mu[64];
-    make_pod("tenant", mu);
-    place("tenant", mu, GPU2, key1, "mps");
-    struct admission m = admit("tenant", mu);
+    /* the mps tenant: its own GPU, its MPS pipe, and the CDI device */
     assert_int_equal(m.status, FG_GRPC_OK);
     assert_string_equal(m.cdi, "nvidia.com/gpu=" GPU2);
     assert_string_equal(m.env_pipe, "/tmp/nvidia-mps");
@@ -634,12 +642,53 @@ static void refusal_unseen(void **state)
     assert_true(log_has("failed on a refusal made unseen"));
 }
 
+/* The kubelet admitting pod "ahead" on its own thread, as its watch shows the pod before the agent's. */
+struct ahead {
+    char uid[64];
+    enum fg_err err;
+    struct fg_dm_result r;
+};
+
+static void *admit_ahead(void *ud)
+{
+    struct ahead *h = ud;
+    h->err = fg_dm_allocate_wait(E.h.loop, E.dm, NS, "ahead", h->uid, "main", SHARE, 1, 10000, &h->r);
+    return NULL;
+}
+
+static void preference_waits_for_the_grant(void **state)
+{
+    (void)state;
+    put_secret(key1, NULL);
+    agent_start("envvar");
+    wait_registered(0);
+
+    /* the kubelet asks for slots (GetPreferredAllocation, then Allocate) before the agent has seen the
+     * pod's grant; it comes 300 ms later, on the second GPU: the slots are of that GPU, not the first
+     * free ones of the first */
+    struct ahead h = { 0 };
+    make_pod("ahead", h.uid);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, admit_ahead, &h), 0);
+    fg_test_sleep_ms(300);
+    place("ahead", h.uid, GPU2, key1, "timeslice");
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(h.err, FG_OK);
+    if (h.r.status != FG_GRPC_OK)
+        dump_log();
+    assert_int_equal(h.r.status, FG_GRPC_OK);
+    assert_string_equal(fg_dm_reply_env(h.r.reply, "NVIDIA_VISIBLE_DEVICES"), GPU2);
+    assert_true(h.r.n == 1 && fg_str_has_prefix(h.r.device_ids[0], GPU2 "::"));
+    fg_dm_result_cleanup(&h.r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(grants_and_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(restarts_forms_and_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(refusal_unseen, setup, teardown),
+        cmocka_unit_test_setup_teardown(preference_waits_for_the_grant, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
