@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/mem.h"
+#include "base/timefmt.h"
 #include "e2e/cluster/kubelet.h"
 #include "e2e/cluster/selfpath.h"
 #include "e2e/cluster/sim.h"
@@ -42,14 +44,24 @@ static void instances_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj
 static const struct fg_resource_handler instance_handler = { instances_changed, instances_updated, instances_changed };
 
 /* The watch (spec.nodeName set) adds a pod once it is bound: the order of arrival, in which a kubelet
- * admits them (kubelet_pods.c). */
+ * admits them (kubelet_pods.c). The pods of the first list, when the kubelets start, come as one
+ * batch, which a kubelet admits by creation time (kube's PodsByCreationTime; the list's order, by
+ * name, among pods of the same second), all before any pod that arrives later. */
 static void pod_arrived(void *ud, struct fg_kobj *obj)
 {
     struct fg_sim_kubelets *k = ud;
+    bool first_list = !fg_informer_has_synced(k->pods);
+    int64_t created_ms = 0;
+    json_object *pod = NULL;
+    if (first_list && fg_kobj_parse(obj, &pod, NULL) == FG_OK)
+        fg_time_parse(fg_json_get_str(pod, "metadata", "creationTimestamp", NULL), &created_ms);
+    json_object_put(pod);
     pthread_mutex_lock(&k->mu);
     if (!lh_table_lookup_entry(k->arrivals, fg_kobj_key(obj))) {
         uint64_t *seq = fg_malloc(sizeof *seq);
-        *seq = ++k->next_arrival;
+        ++k->next_arrival;
+        *seq = first_list ? (uint64_t)(created_ms / 1000) << 24 | (k->next_arrival & 0xffffff)
+                          : (1ull << 62) + k->next_arrival;
         lh_table_insert(k->arrivals, fg_strdup(fg_kobj_key(obj)), seq);
     }
     pthread_mutex_unlock(&k->mu);
