@@ -183,7 +183,7 @@ static void tick(evutil_socket_t fd, short what, void *ud)
     if (!a->running)
         return;
     sa_giveback_tick(a);
-    sa_bind_resume(a);
+    sa_bind_resume(a, NULL);
     sa_preempt_tick(a);
     sa_consolidate_tick(a);
     sa_pass(a);

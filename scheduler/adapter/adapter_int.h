@@ -100,6 +100,8 @@ struct sa_node {
     struct sa_pod **pods;       /* pods charged here */
     size_t n_pods, cap_pods;
     bool dirty;                 /* to rebuild before the next pass */
+    unsigned queued_binds;      /* Bindings to it that wait (bind.c) */
+    uint64_t held_pass;         /* the bind.c pass that found one of them held */
 };
 
 struct fg__sched_adapter {
@@ -125,8 +127,9 @@ struct fg__sched_adapter {
     int64_t gpu_mem_max;        /* the largest bin memory seen: what "whole" memory asks */
     struct event *pass_ev, *tick_ev;
     bool pass_armed;
-    struct bind_op **awaiting;  /* binds whose capacity pods' shrinks the kubelet has yet to apply */
+    struct bind_op **awaiting;  /* binds waiting for shrinks or their node's admission gate, oldest first */
     size_t n_awaiting, cap_awaiting;
+    uint64_t bind_pass;         /* counts sa_bind_resume's passes */
     uint64_t consolidated_ns;   /* when consolidation last looked (consolidate.c) */
     struct sa_pod **unschedulable;   /* GPU pods the last pass could not place */
     size_t n_unschedulable, cap_unschedulable;
@@ -185,9 +188,10 @@ void sa_cycle_cleanup(struct fg__sched_adapter *a);
 
 /* ---- bind.c: the writes of a placement ---- */
 enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, const struct fg_sched_placement *pl);
-/* Sends the Binding of every bind whose shrinks the kubelet has applied; forgets those that waited
- * too long. On capacity pod events and the tick. */
-void sa_bind_resume(struct fg__sched_adapter *a);
+/* Sends the Binding of every bind to node (NULL: every node) whose shrinks the kubelet has applied
+ * and whose node's admission gate is open; forgets those that waited too long. On the events of
+ * capacity pods and tenants, and the tick. */
+void sa_bind_resume(struct fg__sched_adapter *a, const char *node);
 void sa_bind_drop_awaiting(struct fg__sched_adapter *a);
 /* Forgets the placements whose binds wait on capacity pod cap_key's shrink, which failed (why). */
 void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, const char *why);

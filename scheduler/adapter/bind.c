@@ -57,6 +57,14 @@ struct bind_op {
     uint64_t since_ns;          /* when it was placed */
 };
 
+/* An op leaves the queue (sent, forgotten or dropped). */
+static void op_dequeued(struct fg__sched_adapter *a, const struct bind_op *op)
+{
+    struct sa_node *n = sa_node_get(a, op->node, false);
+    if (n && n->queued_binds)   /* (a node made again meanwhile counts from 0) */
+        n->queued_binds--;
+}
+
 static void op_free(struct bind_op *op)
 {
     for (int i = 0; i < op->n_caps; i++)
@@ -155,20 +163,17 @@ static bool unadmitted(const struct sa_pod *q, const struct sa_node *n, struct r
     return true;
 }
 
-/* Why p's Binding (placed on op's node) may not go yet (the essay), naming in why the pod it waits
- * on; "" when it may. n_before: how many of the ops awaiting were placed before op. */
-static void admission_wait(struct fg__sched_adapter *a, const struct bind_op *op, const struct sa_pod *p,
-                           size_t n_before, char *why, size_t size)
+/* Why p's Binding to node n may not go yet (the essay: an earlier Binding to n still waits, when
+ * behind), naming in why what it waits on; "" when it may. */
+static void admission_wait(const struct sa_node *n, const struct sa_pod *p, bool behind, char *why, size_t size)
 {
     why[0] = '\0';
-    struct sa_node *n = sa_node_get(a, op->node, false);
-    if (!p->info.has_gpu || !n)
+    if (!n || !p->info.has_gpu)
         return;
-    for (size_t i = 0; i < n_before; i++)
-        if (!strcmp(a->awaiting[i]->node, op->node)) {
-            snprintf(why, size, "it waits behind the Binding of %s to the same node", a->awaiting[i]->key);
-            return;
-        }
+    if (behind) {
+        snprintf(why, size, "it waits behind an earlier Binding to the same node");
+        return;
+    }
     struct reply mine = { p->bound_gpu, p->info.milli, p->info.gpu_mem_mib, p->info.sharing }, theirs;
     for (size_t i = 0; i < n->n_pods; i++) {
         const struct sa_pod *q = n->pods[i];
@@ -183,19 +188,25 @@ static void admission_wait(struct fg__sched_adapter *a, const struct bind_op *op
     }
 }
 
-void sa_bind_resume(struct fg__sched_adapter *a)
+void sa_bind_resume(struct fg__sched_adapter *a, const char *node)
 {
-    uint64_t now = fg_clock_mono_ns();
+    uint64_t now = fg_clock_mono_ns(), pass = ++a->bind_pass;
     size_t k = 0;
     for (size_t i = 0; i < a->n_awaiting; i++) {
         struct bind_op *op = a->awaiting[i];
+        if (node && strcmp(node, op->node)) {
+            a->awaiting[k++] = op;   /* another node's: nothing changed for it (the tick looks at all) */
+            continue;
+        }
         struct sa_pod *p = op_pod(op);
+        struct sa_node *n = sa_node_get(a, op->node, false);
         bool gone = false;
         char held[FG_ERRMSG_MAX] = "";
         bool ready = p && applied(a, op, &gone);
         if (ready)
-            admission_wait(a, op, p, k, held, sizeof(held));
+            admission_wait(n, p, n && n->held_pass == pass, held, sizeof(held));
         if (ready && !held[0]) {
+            op_dequeued(a, op);
             send_binding(op, p);
         } else if (!p || gone || now - op->since_ns >= (held[0] ? ADMIT_TIMEOUT_NS : APPLY_TIMEOUT_NS)) {
             if (p) {
@@ -215,8 +226,11 @@ void sa_bind_resume(struct fg__sched_adapter *a)
                 p->binding = false;
                 sa_pod_forget(a, p, why);
             }
+            op_dequeued(a, op);
             op_free(op);
         } else {
+            if (n)
+                n->held_pass = pass;   /* the ops behind it wait too */
             a->awaiting[k++] = op;
         }
     }
@@ -242,6 +256,7 @@ void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, c
             p->binding = false;
             sa_pod_forget(a, p, text);
         }
+        op_dequeued(a, op);
         op_free(op);
     }
     a->n_awaiting = k;
@@ -249,8 +264,10 @@ void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, c
 
 void sa_bind_drop_awaiting(struct fg__sched_adapter *a)
 {
-    for (size_t i = 0; i < a->n_awaiting; i++)
+    for (size_t i = 0; i < a->n_awaiting; i++) {
+        op_dequeued(a, a->awaiting[i]);
         op_free(a->awaiting[i]);
+    }
     free(a->awaiting);
     a->awaiting = NULL;
     a->n_awaiting = a->cap_awaiting = 0;
@@ -351,7 +368,7 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
     snprintf(p->bound_gpu, sizeof(p->bound_gpu), "%s", cap ? cap->info.gpu_uuid : "");
     char held[FG_ERRMSG_MAX] = "";
     if (!op->n_caps)
-        admission_wait(a, op, p, a->n_awaiting, held, sizeof(held));
+        admission_wait(n, p, n->queued_binds > 0, held, sizeof(held));
     if (!op->n_caps && !held[0]) {
         send_binding(op, p);
         return FG_SCHED_SUCCESS;
@@ -361,6 +378,7 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
         a->awaiting = fg_realloc(a->awaiting, a->cap_awaiting * sizeof(*a->awaiting));
     }
     a->awaiting[a->n_awaiting++] = op;
+    n->queued_binds++;
     for (int i = 0; i < op->n_caps; i++)
         sa_resize_send(a, sa_pod_get(a, op->caps[i]));
     return FG_SCHED_SUCCESS;

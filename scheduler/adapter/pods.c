@@ -176,7 +176,7 @@ void sa_pod_seen(struct fg__sched_adapter *a, json_object *pod)
     json_object_put(old);
     free(old_strings);
     if (a->n_awaiting && (p->info.role == FG_SA_CAPACITY || (p->info.has_gpu && p->info.node)))
-        sa_bind_resume(a);   /* a shrink applied, or a tenant admitted */
+        sa_bind_resume(a, p->info.node);   /* a shrink applied, or a tenant admitted */
     sa_pass_soon(a);
 }
 
@@ -190,10 +190,15 @@ void sa_pod_gone(struct fg__sched_adapter *a, const char *key)
         p->on->dirty = true;
     if (may_free_room(&p->info, NULL, true) || p->info.role == FG_SA_CAPACITY)
         a->epoch++;
+    /* a tenant that goes opens its node's admission gate, and a capacity pod fails the binds
+     * waiting on its shrink */
+    const char *on = p->info.node ? p->info.node : p->on ? p->on->name : NULL;
+    char *node = a->n_awaiting && on ? fg_strdup(on) : NULL;
     lh_table_delete_entry(a->pods, e);
     pod_free(a, p);
-    if (a->n_awaiting)
-        sa_bind_resume(a);
+    if (node)
+        sa_bind_resume(a, node);
+    free(node);
     sa_pass_soon(a);
 }
 

@@ -84,7 +84,7 @@ static void resized(void *ud, enum fg_err err, const struct fg_buf *body, const 
             cap->sent_cpu = rc->cpu;
             cap->sent_mem = rc->mem;
             sa_resize_send(a, cap);   /* the target moved while this one was in flight */
-            sa_bind_resume(a);
+            sa_bind_resume(a, cap->info.node);
         }
     }
     free(rc->key);
