@@ -174,6 +174,7 @@ struct fg_sim_kubelets {
     size_t nnodes;
     unsigned next_net;            /* where the search for a free network number goes on */
     atomic_bool instances_changed;   /* set by the instances' informer, cleared by the ticker */
+    bool orphans_retired;         /* the Nodes of instances terminated while the kubelets were down */
     struct fg_sim_pod **pods_v;   /* every pod, for the ticker */
     size_t npods;
     struct lh_table *pod_index;   /* key → pod */

@@ -268,18 +268,54 @@ static enum fg_err register_node(struct fg_sim_kubelets *k, struct fg_sim_node *
     return err;
 }
 
-static void retire(struct fg_sim_kubelets *k, struct fg_sim_node *n)
+static void retire(struct fg_sim_kubelets *k, const char *name)
 {
-    char *path = fg_kube_path(&fg_kube_leases, LEASE_NAMESPACE, n->name, NULL, NULL);
+    char *path = fg_kube_path(&fg_kube_leases, LEASE_NAMESPACE, name, NULL, NULL);
     enum fg_err lease_err = fg_kube_delete(k->client, path, NULL, NULL, NULL);
     (void)lease_err;   /* best effort: kube's garbage collector would take a lease left behind (it is
                           owned by its Node); this one does not watch Leases */
     free(path);
-    path = fg_kube_path(&fg_kube_nodes, NULL, n->name, NULL, NULL);
+    path = fg_kube_path(&fg_kube_nodes, NULL, name, NULL, NULL);
     enum fg_err err = fg_kube_delete(k->client, path, NULL, NULL, NULL);
     free(path);
-    fg_log(FG_LOG_INFO, COMPONENT, "node %s: instance terminated, node %s", n->name,
+    fg_log(FG_LOG_INFO, COMPONENT, "node %s: instance terminated, node %s", name,
            err && err != FG_E_KUBE_NOT_FOUND ? "not deleted" : "deleted");
+}
+
+/* The Nodes of the cloud's node groups whose instance is gone: terminated while the kubelets were
+ * down, nobody retired them (kube's cloud node lifecycle controller deletes such Nodes). */
+struct orphans {
+    json_object **instances;
+    size_t ninst;
+    char **names;
+    size_t n;
+};
+
+static void note_orphan(void *ud, json_object *node)
+{
+    struct orphans *o = ud;
+    const char *name = fg_json_get_str(node, "metadata", "name", NULL);
+    for (size_t i = 0; name && i < o->ninst; i++)
+        if (fg_str_eq(fg_sim_cloud_node(o->instances[i]), name))
+            return;
+    if (name) {
+        o->names = fg_realloc(o->names, (o->n + 1) * sizeof *o->names);
+        o->names[o->n++] = fg_strdup(name);
+    }
+}
+
+static void retire_orphans(struct fg_sim_kubelets *k, json_object **instances, size_t ninst)
+{
+    struct orphans o = { instances, ninst, NULL, 0 };
+    struct fg_kube_list_opts opts = { .label_selector = FG_SIM_LABEL_GROUP };
+    enum fg_err err = fg_kube_list(k->client, &fg_kube_nodes, NULL, &opts, note_orphan, &o, NULL, NULL);
+    k->orphans_retired = err == FG_OK;   /* else tried again at the next change of the instances */
+    for (size_t i = 0; i < o.n; i++) {
+        if (err == FG_OK)
+            retire(k, o.names[i]);
+        free(o.names[i]);
+    }
+    free(o.names);
 }
 
 /* Pods bound to a node before it registered waited for it: each gets its reconcile now. */
@@ -359,6 +395,8 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
     struct fg_sim_node **nodes = fg_calloc(n ? n : 1, sizeof *nodes);
     memcpy(nodes, k->nodes, n * sizeof *nodes);
     pthread_mutex_unlock(&k->mu);
+    if (changed && !k->orphans_retired)
+        retire_orphans(k, instances, ninst);
     for (size_t i = 0; i < ninst; i++)
         json_object_put(instances[i]);
     free(instances);
@@ -374,7 +412,7 @@ void fg_sim_nodes_tick(struct fg_sim_kubelets *k)
                     k->nodes[j] = k->nodes[--k->nnodes];
             pthread_mutex_unlock(&k->mu);
             if (node->registered)
-                retire(k, node);
+                retire(k, node->name);
             fg_sim_fracgpu_free(k, node, true);
             fg_sim_node_free(node);
             continue;
