@@ -131,10 +131,14 @@ static void call_allocate(struct alloc *a)
 
 static void preferred(void *ud, enum fg_grpc_status status, const char *message, const uint8_t *resp, size_t len)
 {
-    (void)message;
     struct alloc *a = ud;
-    V1beta1__PreferredAllocationResponse *r =
-        status == FG_GRPC_OK ? v1beta1__preferred_allocation_response__unpack(NULL, len, resp) : NULL;
+    if (status != FG_GRPC_OK) {   /* kube's devicesToAllocate returns the error: the admission fails */
+        char why[600];
+        snprintf(why, sizeof(why), "device plugin GetPreferredAllocation rpc failed with err: %s", message);
+        finish(a, status, why, NULL);
+        return;
+    }
+    V1beta1__PreferredAllocationResponse *r = v1beta1__preferred_allocation_response__unpack(NULL, len, resp);
     /* the plugin's choice when it is n of the free devices, else the first free ones (as the kubelet does) */
     bool ok = r && r->n_container_responses == 1 && r->container_responses[0]->n_device_ids == a->n;
     for (size_t i = 0; ok && i < a->n; i++) {

@@ -7,8 +7,8 @@
  *     and their health. A second registration of a resource replaces the first (as after a plugin
  *     restart); a plugin whose stream ends loses its devices until it registers again.
  *   - Allocate, at pod admission: n free healthy devices of the resource for one container, chosen
- *     by the plugin's GetPreferredAllocation when it offers one (else the first free ones), then
- *     Allocate; on success the devices are the pod's until fg_dm_pod_gone, and the reply (env,
+ *     by the plugin's GetPreferredAllocation when it offers one (else the first free ones; an error
+ *     from it fails the admission, as in kube's devicesToAllocate), then Allocate; on success the devices are the pod's until fg_dm_pod_gone, and the reply (env,
  *     mounts, CDI devices) is handed to the caller to apply to the container. A failed Allocate
  *     leaves nothing allocated: the kubelet fails such a pod with UnexpectedAdmissionError.
  *   - PodResources: /v1.PodResourcesLister/List on its own socket, every pod holding devices with

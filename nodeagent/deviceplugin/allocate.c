@@ -225,8 +225,8 @@ void fg__dp_decide_pending(struct fg__dp *p)
         /* while a refusal made unseen is not accounted for, the first pod waiting may be the one it
          * failed: nothing is served until it is (or the call's time runs out) */
         bool known = pick.outcome == FG_DP_PICK_GRANTED && !p->nunseen && p->audited;
-        if (p->pending[i].pref && (known || now >= p->pending[i].deadline_ns))
-            prefer(p, i, known ? pick.grant.gpu_uuid : NULL);   /* in time, or with no preference */
+        if (p->pending[i].pref && known)
+            prefer(p, i, pick.grant.gpu_uuid);
         else if (known)
             answer(p, i, &pick);
         else if (now >= p->pending[i].deadline_ns)
@@ -323,7 +323,7 @@ void fg__dp_held_gone(struct fg_grpc_call *call, void *ud)
 /* ---- GetPreferredAllocation ---- */
 
 /* Answers held GetPreferredAllocation i: the must-include slots, then slots of GPU want (the GPU of
- * the pod being admitted; NULL: not known in time), then any. */
+ * the pod being admitted), then any. */
 static void prefer(struct fg__dp *p, size_t i, const char *want)
 {
     const V1beta1__PreferredAllocationRequest *in = p->pending[i].pref;
@@ -345,7 +345,7 @@ static void prefer(struct fg__dp *p, size_t i, const char *want)
             for (size_t d = 0; d < cr->n_available_device_ids && k < size; d++) {
                 const char *id = cr->available_device_ids[d];
                 char uuid[FG_DP_UUID_MAX];
-                bool on_gpu = want && fg_dp_slot_gpu(id, p->o.slots, uuid) && strcmp(uuid, want) == 0;
+                bool on_gpu = fg_dp_slot_gpu(id, p->o.slots, uuid) && strcmp(uuid, want) == 0;
                 bool taken = false;
                 for (size_t j = 0; j < k && !taken; j++)
                     taken = strcmp(chosen[c][j], id) == 0;
@@ -362,9 +362,6 @@ static void prefer(struct fg__dp *p, size_t i, const char *want)
     resp.container_responses = rp;
     if (fg_grpc_call_reply(p->pending[i].call, &resp.base) != FG_OK)
         fg_log(FG_LOG_WARN, COMPONENT, "cannot answer GetPreferredAllocation");
-    if (!want)
-        fg_log(FG_LOG_WARN, COMPONENT, "GetPreferredAllocation answered with no preference: no pod waiting with a "
-               "valid grant was known in time");
     for (size_t c = 0; c < n; c++)
         free(chosen[c]);
     free(chosen);
