@@ -1,9 +1,9 @@
 /*
  * supervisor — `fracgpu-sim-cluster`: starts the test API server and every enabled component as
  * processes of their own, waits until the initial nodes are Ready, says so on stdout, keeps them
- * running (a part that exits is started again after a backoff, the API server on its old port with
- * its state file), and on SIGTERM or SIGINT stops them in reverse order, then any pod process a
- * kubelet left behind.
+ * running (a part that exits is started again after a backoff, 1 s doubling to 30 s and back to 1 s
+ * after a minute's run, the API server on its old port with its state file), and on SIGTERM or
+ * SIGINT stops them in reverse order, then any pod process a kubelet left behind.
  *
  *   fracgpu-sim-cluster --kubeconfig-out FILE [--nodes N] [--config FILE] [--dir DIR]
  *                       [--disable PART]... [--apiserver PATH] [--fracgpu PATH] [--ready-timeout D]
@@ -41,6 +41,7 @@
 #define LOG "sim-cluster"
 
 #define BACKOFF_MAX_NS (30 * FG_NS_PER_S)
+#define BACKOFF_RESET_NS (60 * FG_NS_PER_S)   /* a run this long starts the backoff from 1 s again */
 
 /* ---- children ---- */
 
@@ -98,6 +99,7 @@ static enum fg_err spawn(struct fg_sim_supervisor *s, struct fg_sim_child *c, in
     if (out_pipe)
         *out_pipe = pipefd[0];
     c->pid = pid;
+    c->started_ns = fg_clock_mono_ns();
     c->restart_at_ns = 0;
     fg_log(FG_LOG_INFO, LOG, "started %s (pid %d)", c->name, (int)pid);
     return FG_OK;
@@ -169,6 +171,8 @@ static void reap(struct fg_sim_supervisor *s)
                 continue;
             c->pid = 0;
             c->restarts++;
+            if (fg_clock_mono_ns() - c->started_ns >= BACKOFF_RESET_NS)
+                c->backoff_ns = FG_NS_PER_S;   /* it ran well: no crash loop */
             c->restart_at_ns = fg_clock_mono_ns() + c->backoff_ns;
             fg_log(FG_LOG_WARN, LOG, "%s exited (%s %d); starting it again in %llu ms", c->name,
                    WIFEXITED(status) ? "status" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),

@@ -23,6 +23,7 @@ struct fg_sim_child {
     pid_t pid;
     uint64_t restart_at_ns;     /* when to start again (0: running or not wanted) */
     uint64_t backoff_ns;
+    uint64_t started_ns;        /* when it was last started */
     unsigned restarts;
 };
 
