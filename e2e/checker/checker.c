@@ -1,9 +1,10 @@
 /*
  * checker — the checker's own manager, pod informer and grace timer around state.c; see checker.h.
  *
- * The informer is the checker's own, not the manager's shared factory's, because its lister-watcher
- * is wrapped (relist.h) to frame every list for the state; a runnable starts and stops it on the
- * loop thread, and the manager frees it once the loop has stopped.
+ * The pod informer is the checker's own, not the manager's shared factory's, because its
+ * lister-watcher is wrapped (relist.h) to frame every list for the state; a runnable starts and stops
+ * it on the loop thread, and the manager frees it once the loop has stopped. Nodes come from the
+ * factory's informer (names only): a tenant of a deleted Node runs nowhere.
  */
 #include "e2e/checker/checker.h"
 
@@ -19,6 +20,7 @@
 #include "operator/cache/informer.h"
 #include "operator/cache/kube_listwatch.h"
 #include "operator/kube/resource.h"
+#include "operator/manager/informers.h"
 #include "operator/manager/manager.h"
 #include "operator/manager/periodic.h"
 
@@ -100,6 +102,29 @@ static void list_end(void *ud, bool ok)
     pthread_mutex_unlock(&c->mu);
 }
 
+static void node_seen(struct fg_checker *c, const struct fg_kobj *obj, bool exists)
+{
+    pthread_mutex_lock(&c->mu);
+    fg_checker_state_node(c->state, fg_kobj_name(obj), exists, fg_clock_mono_ns());
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void node_added(void *ud, struct fg_kobj *obj)
+{
+    node_seen(ud, obj, true);
+}
+
+static void node_updated(void *ud, struct fg_kobj *old, struct fg_kobj *obj)
+{
+    (void)old;
+    node_seen(ud, obj, true);
+}
+
+static void node_deleted(void *ud, struct fg_kobj *obj)
+{
+    node_seen(ud, obj, false);
+}
+
 static void start_on_loop(void *ud)
 {
     struct fg_checker *c = ud;
@@ -151,6 +176,16 @@ static enum fg_err wire(struct fg_checker *c, const struct fg_checker_opts *o, c
     err = fg_manager_add_runnable(c->manager, &r);
     if (err)
         return fg_errmsg(errmsg, err, "cannot add the checker's pod informer");
+    static const char *const node_fields[] = { NULL };
+    struct fg_informer *nodes;
+    static const struct fg_resource_handler node_handler = { node_added, node_updated, node_deleted };
+    err = fg_informer_factory_get(fg_manager_informers(c->manager),
+                                  &(struct fg_informer_want){ .resource = &fg_kube_nodes, .fields = node_fields },
+                                  &nodes, errmsg);
+    if (!err && (err = fg_informer_add_handler(nodes, &node_handler, c)))
+        fg_errmsg(errmsg, err, "cannot add the checker's node handler");
+    if (err)
+        return err;
     struct fg_periodic p = { .name = "checker-grace", .period_ns = (uint64_t)o->tick_ms * FG_NS_PER_MS,
                              .run = tick, .ud = c };
     return fg_manager_add_periodic(c->manager, &p, errmsg);

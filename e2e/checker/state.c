@@ -9,6 +9,11 @@
 #include "base/mem.h"
 #include "e2e/checker/state_int.h"
 
+static void free_key(struct lh_entry *e)
+{
+    free((char *)lh_entry_k(e));
+}
+
 struct fg_checker_state *fg_checker_state_new(const struct fg_checker_state_opts *opts)
 {
     struct fg_checker_state *s = fg_calloc(1, sizeof *s);
@@ -20,6 +25,7 @@ struct fg_checker_state *fg_checker_state_new(const struct fg_checker_state_opts
     s->tenants = lh_kchar_table_new(256, NULL);
     s->capacity = lh_kchar_table_new(64, NULL);
     s->gpus = lh_kchar_table_new(64, NULL);
+    s->nodes_gone = lh_kchar_table_new(16, free_key);
     s->messages = fg_calloc(s->keep ? s->keep : 1, sizeof *s->messages);
     return s;
 }
@@ -62,6 +68,7 @@ void fg_checker_state_free(struct fg_checker_state *s)
     lh_table_free(s->tenants);
     lh_table_free(s->capacity);
     lh_table_free(s->gpus);
+    lh_table_free(s->nodes_gone);
     for (size_t i = 0; i < s->nmessages; i++)
         free(s->messages[i]);
     free(s->messages);

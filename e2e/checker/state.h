@@ -11,7 +11,9 @@
  *      live capacity pod announces yet has its compute checked and its memory not.
  *   2. A Running tenant has a live capacity pod of the name it carries, on its node, announcing its
  *      GPU — given `grace_ns` to be evicted once one goes away (fg_checker_state_tick looks again when
- *      no event comes).
+ *      no event comes). A tenant whose Node was deleted runs nowhere, whatever its pod still says
+ *      until the pod garbage collector removes it (kube's looks every 20 s, and waits 40 s for a
+ *      missing node): fg_checker_state_node hears of Nodes.
  *   3. A tenant keeps the node and GPU it was first seen bound to for as long as it exists.
  * A tenant whose allocation or GPU annotations cannot be read, or a capacity pod whose memory
  * annotation cannot, is a violation too: a checker that skipped what it cannot read would pass
@@ -38,6 +40,7 @@
 #define FG_CHECKER_STATE_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +74,8 @@ void fg_checker_state_free(struct fg_checker_state *s);
 void fg_checker_state_upsert(struct fg_checker_state *s, json_object *pod, uint64_t now_ns);
 /* A pod gone; pod is its last known state (only its namespace and name are read). */
 void fg_checker_state_delete(struct fg_checker_state *s, json_object *pod, uint64_t now_ns);
+/* Node `name` was added (exists) or deleted, at now_ns. */
+void fg_checker_state_node(struct fg_checker_state *s, const char *name, bool exists, uint64_t now_ns);
 /* No event, only time passing: tenants left without a capacity pod past the grace. */
 void fg_checker_state_tick(struct fg_checker_state *s, uint64_t now_ns);
 /* A (re)list begins: judge nothing until it ends. Calling it again before the end is harmless (a

@@ -59,6 +59,7 @@ struct fg_checker_state {
     struct lh_table *tenants;           /* key -> struct fg__chk_tenant */
     struct lh_table *capacity;          /* name -> struct fg__chk_capacity */
     struct lh_table *gpus;              /* key -> struct fg__chk_gpu */
+    struct lh_table *nodes_gone;        /* names of Nodes seen deleted (and not seen again) */
     size_t waiting;                     /* tenants with unbacked set */
     bool listing;                       /* a relist is being taken in: judge nothing */
     struct fg_checker_stats stats;

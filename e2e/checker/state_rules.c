@@ -112,7 +112,8 @@ void fg__chk_check_backing(struct fg_checker_state *s, struct fg__chk_tenant *t,
     struct fg__chk_capacity *c = NULL;
     if (!t->capacity || !lh_table_lookup_ex(s->capacity, t->capacity, (void **)&c))
         c = NULL;
-    const char *why = t->running ? unbacked_because(t, c) : NULL;
+    bool runs = t->running && !(t->node && lh_table_lookup_entry(s->nodes_gone, t->node));
+    const char *why = runs ? unbacked_because(t, c) : NULL;
     if (!why) {
         if (t->unbacked)
             s->waiting--;
@@ -145,6 +146,23 @@ void fg__chk_check_backing_of(struct fg_checker_state *s, const char *name, uint
     lh_foreach(s->tenants, e) {
         struct fg__chk_tenant *t = lh_entry_v(e);
         if (fg_str_eq(t->capacity, name))
+            fg__chk_check_backing(s, t, now_ns);
+    }
+}
+
+void fg_checker_state_node(struct fg_checker_state *s, const char *name, bool exists, uint64_t now_ns)
+{
+    bool known_gone = lh_table_lookup_entry(s->nodes_gone, name) != NULL;
+    if (exists == !known_gone)
+        return;
+    if (exists)
+        lh_table_delete(s->nodes_gone, name);
+    else
+        lh_table_insert(s->nodes_gone, fg_strdup(name), NULL);
+    struct lh_entry *e;
+    lh_foreach(s->tenants, e) {
+        struct fg__chk_tenant *t = lh_entry_v(e);
+        if (fg_str_eq(t->node, name))
             fg__chk_check_backing(s, t, now_ns);
     }
 }

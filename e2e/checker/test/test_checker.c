@@ -2,9 +2,9 @@
  * Tests of the checker's pure state: synthetic pods in, the invariants judged out, time moved by hand.
  * Compute and memory sums on one GPU against 1000 milli and the capacity pod's MiB ("whole" counting
  * the GPU's whole memory), tenants that stop counting when they end or go, a tenant outliving its
- * capacity pod (gone or terminating) within and past the grace, a tenant whose GPU or node changes,
- * malformed annotations reported rather than skipped, look-alike capacity pods elsewhere, and a
- * relist judged only once it has been taken in whole.
+ * capacity pod (gone or terminating) within and past the grace, or whose Node was deleted, a tenant
+ * whose GPU or node changes, malformed annotations reported rather than skipped, look-alike capacity
+ * pods elsewhere, and a relist judged only once it has been taken in whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -280,6 +280,28 @@ static void tenant_outlives_capacity_pod(void **state)
     assert_int_equal(violations(), 1);              /* one violation however long it lasts */
 }
 
+/* A tenant of a Node deleted runs nowhere, however long its pod stays in the API (until the pod
+ * garbage collector removes it); a Node of that name made again runs it again. */
+static void tenant_of_deleted_node_runs_nowhere(void **state)
+{
+    (void)state;
+    capacity("cap-0", "40000", "Running");
+    tenant("t1", "300", "1000", "Running");
+    now += GRACE_NS / 2;
+    fg_checker_state_node(st, NODE, false, now);
+    gone(CAP_NS, "cap-0");
+    now += 3 * GRACE_NS;
+    fg_checker_state_tick(st, now);
+    tenant("t1", "300", "1000", "Running");
+    assert_int_equal(violations(), 0);
+    fg_checker_state_node(st, "another-node", true, now);   /* other nodes change nothing */
+    fg_checker_state_node(st, NODE, true, now);
+    now += GRACE_NS + 1;
+    fg_checker_state_tick(st, now);
+    assert_int_equal(violations(), 1);
+    expect_message(0, "default/t1", CAP_NS "/cap-0", "does not exist", NULL);
+}
+
 /* Evicted in time: the tenant goes within the grace, and an event (not a tick) sees the time pass. */
 static void tenant_evicted_within_grace(void **state)
 {
@@ -437,6 +459,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(deleted_tenant_stops_counting, setup, teardown),
         cmocka_unit_test_setup_teardown(tenant_outlives_capacity_pod, setup, teardown),
         cmocka_unit_test_setup_teardown(tenant_evicted_within_grace, setup, teardown),
+        cmocka_unit_test_setup_teardown(tenant_of_deleted_node_runs_nowhere, setup, teardown),
         cmocka_unit_test_setup_teardown(terminating_capacity_pod_is_not_live, setup, teardown),
         cmocka_unit_test_setup_teardown(capacity_pod_elsewhere_does_not_back, setup, teardown),
         cmocka_unit_test_setup_teardown(tenant_gpu_change_is_flagged, setup, teardown),
