@@ -100,7 +100,7 @@ struct sa_node {
     struct sa_pod **pods;       /* pods charged here */
     size_t n_pods, cap_pods;
     bool dirty;                 /* to rebuild before the next pass */
-    unsigned queued_binds;      /* Bindings to it that wait (bind.c) */
+    unsigned gate_waiters;      /* Bindings to it held by its admission gate, shrinks applied (bind.c) */
     uint64_t held_pass;         /* the bind.c pass that found one of them held */
 };
 

@@ -19,11 +19,12 @@
  * the order it saw them bound — a guess that the kubelet's restarts, the agent's and pods the kubelet
  * fails before asking can all make wrong. So a tenant's Binding goes only when every tenant of its
  * node that the kubelet has yet to admit (bound, or its Binding sent, and no status.startTime yet)
- * would get the very same reply — GPU, compute, memory and sharing — and no Binding to the node
- * placed before it still waits: whichever of them the kubelet admits first, the plugin's answer is
- * right (docs/device-plugin.md). Pods bound together onto one GPU with one allocation, the common
- * burst of a scale-up, go at once; tenants of different GPUs of one node go one admission apart. A
- * Binding the gate holds for 30 s (the node's kubelet is down) forgets the placement.
+ * would get the very same reply — GPU, compute, memory and sharing: whichever of them the kubelet
+ * admits first, the plugin's answer is right (docs/device-plugin.md). Pods bound together onto one GPU
+ * with one allocation, the common burst of a scale-up, go at once; tenants of different GPUs of one
+ * node go one admission apart, in the order placed: none overtakes one the gate holds (a Binding still
+ * waiting for shrinks holds back nobody). A Binding the gate holds for 30 s (the node's kubelet is
+ * down) forgets the placement.
  *
  * Writes are asynchronous on the loop; their callbacks find the pod again by key and UID, since it
  * may have gone meanwhile.
@@ -55,14 +56,20 @@ struct bind_op {
     char *caps[MAX_SHRINKS];    /* keys of the capacity pods it waits to see shrunk */
     int n_caps;
     uint64_t since_ns;          /* when it was placed */
+    bool gate_held;             /* ready, held by its node's admission gate: counted in gate_waiters */
 };
 
-/* An op leaves the queue (sent, forgotten or dropped). */
-static void op_dequeued(struct fg__sched_adapter *a, const struct bind_op *op)
+/* Notes whether op is held by its node's gate (false: it leaves the queue, or waits for shrinks). */
+static void set_gate_held(struct fg__sched_adapter *a, struct bind_op *op, bool held)
 {
+    if (op->gate_held == held)
+        return;
+    op->gate_held = held;
     struct sa_node *n = sa_node_get(a, op->node, false);
-    if (n && n->queued_binds)   /* (a node made again meanwhile counts from 0) */
-        n->queued_binds--;
+    if (n && held)
+        n->gate_waiters++;
+    else if (n && n->gate_waiters)   /* (a node made again meanwhile counts from 0) */
+        n->gate_waiters--;
 }
 
 static void op_free(struct bind_op *op)
@@ -163,7 +170,7 @@ static bool unadmitted(const struct sa_pod *q, const struct sa_node *n, struct r
     return true;
 }
 
-/* Why p's Binding to node n may not go yet (the essay: an earlier Binding to n still waits, when
+/* Why p's Binding to node n may not go yet (the essay: the gate holds an earlier Binding to n, when
  * behind), naming in why what it waits on; "" when it may. */
 static void admission_wait(const struct sa_node *n, const struct sa_pod *p, bool behind, char *why, size_t size)
 {
@@ -171,7 +178,7 @@ static void admission_wait(const struct sa_node *n, const struct sa_pod *p, bool
     if (!n || !p->info.has_gpu)
         return;
     if (behind) {
-        snprintf(why, size, "it waits behind an earlier Binding to the same node");
+        snprintf(why, size, "the node's admission gate holds an earlier Binding to it");
         return;
     }
     struct reply mine = { p->bound_gpu, p->info.milli, p->info.gpu_mem_mib, p->info.sharing }, theirs;
@@ -205,8 +212,8 @@ void sa_bind_resume(struct fg__sched_adapter *a, const char *node)
         bool ready = p && applied(a, op, &gone);
         if (ready)
             admission_wait(n, p, n && n->held_pass == pass, held, sizeof(held));
+        set_gate_held(a, op, ready && held[0]);
         if (ready && !held[0]) {
-            op_dequeued(a, op);
             send_binding(op, p);
         } else if (!p || gone || now - op->since_ns >= (held[0] ? ADMIT_TIMEOUT_NS : APPLY_TIMEOUT_NS)) {
             if (p) {
@@ -226,11 +233,11 @@ void sa_bind_resume(struct fg__sched_adapter *a, const char *node)
                 p->binding = false;
                 sa_pod_forget(a, p, why);
             }
-            op_dequeued(a, op);
+            set_gate_held(a, op, false);
             op_free(op);
         } else {
-            if (n)
-                n->held_pass = pass;   /* the ops behind it wait too */
+            if (n && op->gate_held)
+                n->held_pass = pass;   /* the ready ops behind it wait too (not those behind a shrink) */
             a->awaiting[k++] = op;
         }
     }
@@ -256,7 +263,7 @@ void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, c
             p->binding = false;
             sa_pod_forget(a, p, text);
         }
-        op_dequeued(a, op);
+        set_gate_held(a, op, false);
         op_free(op);
     }
     a->n_awaiting = k;
@@ -265,7 +272,7 @@ void sa_bind_fail_waiting_on(struct fg__sched_adapter *a, const char *cap_key, c
 void sa_bind_drop_awaiting(struct fg__sched_adapter *a)
 {
     for (size_t i = 0; i < a->n_awaiting; i++) {
-        op_dequeued(a, a->awaiting[i]);
+        set_gate_held(a, a->awaiting[i], false);
         op_free(a->awaiting[i]);
     }
     free(a->awaiting);
@@ -368,7 +375,7 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
     snprintf(p->bound_gpu, sizeof(p->bound_gpu), "%s", cap ? cap->info.gpu_uuid : "");
     char held[FG_ERRMSG_MAX] = "";
     if (!op->n_caps)
-        admission_wait(n, p, n->queued_binds > 0, held, sizeof(held));
+        admission_wait(n, p, n->gate_waiters > 0, held, sizeof(held));
     if (!op->n_caps && !held[0]) {
         send_binding(op, p);
         return FG_SCHED_SUCCESS;
@@ -378,7 +385,7 @@ enum fg_sched_code sa_bind_start(struct fg__sched_adapter *a, struct sa_pod *p, 
         a->awaiting = fg_realloc(a->awaiting, a->cap_awaiting * sizeof(*a->awaiting));
     }
     a->awaiting[a->n_awaiting++] = op;
-    n->queued_binds++;
+    set_gate_held(a, op, !op->n_caps);   /* held[0] here: the gate holds it */
     for (int i = 0; i < op->n_caps; i++)
         sa_resize_send(a, sa_pod_get(a, op->caps[i]));
     return FG_SCHED_SUCCESS;
