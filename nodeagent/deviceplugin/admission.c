@@ -283,10 +283,53 @@ static const char *off_gpu(const struct fg_dp_holding *h, const char *gpu_uuid)
     return NULL;
 }
 
+/* Granted pods of one reply admitted in another order than served hold each other's devices, in any
+ * permutation (a got b's, b got c's, c got a's): each holder whose grant verifies and whose every
+ * device is recorded with its very reply takes those devices, and the entries that recorded them go.
+ * Only the bookkeeping moves; what is left is judged one holder at a time. */
+static void rekey_same_replies(struct fg_dp_ledger *l, const struct fg_dp_node_view *v, const struct fg_dp_holding *h,
+                               size_t nh, struct fg_dp_audit *out)
+{
+    struct fg_grant *grants = fg_calloc(nh ? nh : 1, sizeof(*grants));
+    json_object **pods = fg_calloc(nh ? nh : 1, sizeof(*pods));
+    char (*drop)[64] = NULL;
+    size_t ndrop = 0;
+    for (size_t i = 0; i < nh; i++) {
+        char why[160];
+        json_object *pod = pod_named(v, h[i].ns, h[i].name);
+        if (!pod || !h[i].n || !granted(v, pod, &grants[i], why, sizeof(why)))
+            continue;
+        bool theirs = true, moved = false;
+        for (size_t j = 0; j < h[i].n && theirs; j++) {
+            const struct fg_dp_entry *e = owner_of(l, h[i].device_ids[j]);
+            theirs = e && same_reply(e, &grants[i], pod);
+            moved = moved || (e && (strcmp(e->ns, h[i].ns) || strcmp(e->name, h[i].name)));
+        }
+        if (!theirs || !moved)
+            continue;
+        pods[i] = pod;
+        for (size_t j = 0; j < h[i].n; j++) {
+            drop = fg_realloc(drop, (ndrop + 1) * sizeof(*drop));
+            snprintf(drop[ndrop++], sizeof(drop[0]), "%s", owner_of(l, h[i].device_ids[j])->uid);
+        }
+    }
+    for (size_t k = 0; k < ndrop; k++)
+        fg_dp_ledger_drop(l, drop[k]);
+    for (size_t i = 0; i < nh; i++)
+        if (pods[i]) {
+            fg_dp_ledger_put(l, h[i].ns, h[i].name, &grants[i], mps_of(pods[i]), h[i].device_ids, h[i].n);
+            out->rekeyed++;
+        }
+    free(drop);
+    free(pods);
+    free(grants);
+}
+
 void fg_dp_ledger_audit(struct fg_dp_ledger *l, const struct fg_dp_node_view *v, const struct fg_dp_holding *h,
                         size_t nh, struct fg_dp_audit *out)
 {
     memset(out, 0, sizeof(*out));
+    rekey_same_replies(l, v, h, nh, out);
     for (size_t i = 0; i < nh; i++) {
         json_object *pod = pod_named(v, h[i].ns, h[i].name);
         struct fg_grant g;

@@ -22,7 +22,8 @@
  * evidence:
  *   - a pod holding a device the ledger gave to another pod got that pod's reply. If the holder's own
  *     grant verifies and names the same GPU, amounts and sharing, nothing is wrong but the bookkeeping:
- *     the entry moves to the holder. Otherwise the holder is named (evicted at once) and the robbed
+ *     the entry moves to the holder — for any permutation among such pods (a got b's, b got c's, c
+ *     got a's), every holder whose devices were all recorded with its own reply is settled first. Otherwise the holder is named (evicted at once) and the robbed
  *     pod loses its entry, so its own Allocate, when it comes, is served;
  *   - a pod holding fracgpu devices the ledger does not know is adopted (the agent restarted: a
  *     restart loses nothing), unless it was named before, carries no grant at all, or holds a slot of

@@ -315,6 +315,31 @@ static void swaps_between_granted_pods(void **state)
     assert_null(fg_dp_ledger_get(&w->ledger, "uid-b"));
 }
 
+/* Three pods of one reply admitted in a rotated order (the kubelet's b, c, a; the plugin's a, b, c):
+ * each holds the device recorded for another; all three keep their devices, nobody is named. */
+static void rotations_between_granted_pods(void **state)
+{
+    struct world *w = *state;
+    w->pods[w->n++] = pod("a", "uid-a", 1, GPU1, NULL, NULL);
+    w->pods[w->n++] = pod("b", "uid-b", 1, GPU1, NULL, NULL);
+    w->pods[w->n++] = pod("c", "uid-c", 1, GPU1, NULL, NULL);
+    struct fg_dp_node_view v = view_of(w);
+    const char *d1[] = { GPU1 "::1" }, *d2[] = { GPU1 "::2" }, *d3[] = { GPU1 "::3" };
+    allocated(w, "uid-a", "a", GPU1, d1, 1);
+    allocated(w, "uid-b", "b", GPU1, d2, 1);
+    allocated(w, "uid-c", "c", GPU1, d3, 1);
+    struct fg_dp_holding h[] = { { "ml", "a", d3, 1 }, { "ml", "b", d1, 1 }, { "ml", "c", d2, 1 } };
+    struct fg_dp_audit au;
+    fg_dp_ledger_audit(&w->ledger, &v, h, 3, &au);
+    assert_int_equal(au.nimpostors, 0);
+    assert_int_equal(au.rekeyed, 3);
+    assert_string_equal(fg_dp_ledger_get(&w->ledger, "uid-a")->device_ids[0], GPU1 "::3");
+    assert_string_equal(fg_dp_ledger_get(&w->ledger, "uid-b")->device_ids[0], GPU1 "::1");
+    assert_string_equal(fg_dp_ledger_get(&w->ledger, "uid-c")->device_ids[0], GPU1 "::2");
+    fg_dp_ledger_audit(&w->ledger, &v, h, 3, &au);   /* settled: the next audit finds nothing */
+    assert_int_equal(au.nimpostors + au.rekeyed + au.robbed + au.adopted, 0);
+}
+
 static void adoption_needs_no_fresh_verdict(void **state)
 {
     struct world *w = *state;
@@ -393,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(never_init_containers, setup, teardown),
         cmocka_unit_test_setup_teardown(watch_order, setup, teardown),
         cmocka_unit_test_setup_teardown(swaps_between_granted_pods, setup, teardown),
+        cmocka_unit_test_setup_teardown(rotations_between_granted_pods, setup, teardown),
         cmocka_unit_test_setup_teardown(adoption_needs_no_fresh_verdict, setup, teardown),
         cmocka_unit_test_setup_teardown(robbed_chains_are_named, setup, teardown),
         cmocka_unit_test_setup_teardown(devices_move_with_grants, setup, teardown),
